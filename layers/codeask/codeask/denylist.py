@@ -1,0 +1,78 @@
+"""Secret-shaped paths that are never materialised, searched, listed or read."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from codeask.pathglob import compile_glob
+
+BUILTIN_DENY: tuple[str, ...] = (
+    ".git",
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "*.ppk",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*.tfstate",
+    "*.tfstate.*",
+    "*.tfvars",
+    "credentials",
+    "credentials.*",
+    ".aws",
+    ".ssh",
+    ".netrc",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".git-credentials",
+    ".docker/config.json",
+    "service-account*.json",
+)
+
+
+@dataclass(frozen=True)
+class DenyList:
+    """Built-in secret-shaped globs plus the directories and globs a deployment configures."""
+
+    extra: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, extra: Iterable[str]) -> DenyList:
+        return cls(tuple(extra))
+
+    @property
+    def globs(self) -> tuple[str, ...]:
+        return BUILTIN_DENY + self.extra
+
+    @functools.cached_property
+    def _regex(self) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{compile_glob(g).pattern})" for g in self.globs), re.DOTALL)
+
+    def is_denied(self, path: str) -> bool:
+        return self._regex.match(path.strip("/")) is not None
+
+    def rg_args(self) -> list[str]:
+        """Exclusions for ripgrep, so denied files never reach a search."""
+        args: list[str] = []
+        for g in self.globs:
+            args += ["--glob", "!" + g]
+        return args
+
+    def fingerprint(self) -> str:
+        """Changes whenever the list changes, so snapshots made under another list are not reused."""
+        return hashlib.sha256("\n".join(self.globs).encode()).hexdigest()[:12]

@@ -1,0 +1,29 @@
+"""The project's own exceptions; vendor errors are translated into these at the edges."""
+
+
+class CodeaskError(Exception):
+    """Base class for every error codeask raises on purpose."""
+
+    exit_code = 3
+
+
+class BadInput(CodeaskError):
+    """The caller asked for something invalid; the message says what and how to fix it."""
+
+    exit_code = 2
+
+
+class ConfigError(BadInput):
+    """A setting is missing or malformed."""
+
+
+class RepoUnavailable(CodeaskError):
+    """A repository could not be fetched and no earlier mirror exists to fall back on."""
+
+    exit_code = 3
+
+
+class ToolRefused(CodeaskError):
+    """A tool call was refused (path outside the snapshot, deny-listed, bad regex...)."""
+
+    exit_code = 2

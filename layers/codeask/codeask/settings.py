@@ -1,0 +1,93 @@
+"""The one frozen settings object, built once from the environment; nothing else reads os.environ."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeask.errors import ConfigError
+
+
+def _cache_home(env: Mapping[str, str]) -> Path:
+    if env.get("AWS_LAMBDA_FUNCTION_NAME"):
+        return Path("/tmp")  # the only writable local disk on Lambda
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(base)
+
+
+def _float(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > minimum:
+        raise ConfigError(f"{name} must be greater than {minimum:g}, got {raw!r}")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {raw!r}")
+    return value
+
+
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in env.get(name, "").split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob codeask has. Build with `Settings.from_env`; see README "Settings"."""
+
+    mirror_root: Path
+    snapshot_root: Path
+    deny_paths: tuple[str, ...] = ()
+    rg_path: str | None = None
+    search_timeout_s: float = 10.0
+    lock_timeout_s: float = 120.0
+    snapshots_keep: int = 3
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    model: str = "claude-sonnet-5"
+    deadline_s: float | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        cache = _cache_home(env) / "codeask"
+        mirror_root = Path(env.get("MIRROR_ROOT") or cache / "mirrors").expanduser()
+        snapshot_root = Path(env.get("SNAPSHOT_ROOT") or cache / "snapshots").expanduser()
+        rg_path = env.get("RG_PATH") or None
+        if rg_path and not Path(rg_path).is_file():
+            raise ConfigError(f"RG_PATH={rg_path!r} is not a file; point it at a ripgrep binary")
+        deadline = env.get("CODEASK_DEADLINE_S", "").strip()
+        return cls(
+            mirror_root=mirror_root,
+            snapshot_root=snapshot_root,
+            deny_paths=_list(env, "CODEASK_DENY_PATHS"),
+            rg_path=rg_path,
+            search_timeout_s=_float(env, "CODEASK_SEARCH_TIMEOUT_S", 10.0),
+            lock_timeout_s=_float(env, "CODEASK_LOCK_TIMEOUT_S", 120.0),
+            snapshots_keep=_int(env, "CODEASK_SNAPSHOTS_KEEP", 3),
+            anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+            model=env.get("CODEASK_MODEL") or "claude-sonnet-5",
+            deadline_s=_float(env, "CODEASK_DEADLINE_S", 0.0) if deadline else None,
+        )
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once (a Lambda reads them at cold start)."""
+    return Settings.from_env()

@@ -1,0 +1,131 @@
+"""A read-only tree of one repository at one SHA, and the jail every path from a model goes through."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeask.denylist import DenyList
+from codeask.errors import ToolRefused
+
+
+@dataclass(frozen=True)
+class RepoRef:
+    """What a snapshot is of: a name for humans, the remote URL (for permalinks), the branch."""
+
+    name: str
+    url: str
+    branch: str | None = None
+
+
+@dataclass(eq=False)
+class Snapshot:
+    """Files of one repo at `sha` under `root`; denied paths are invisible through every method."""
+
+    root: Path
+    sha: str
+    repo: RepoRef
+    deny: DenyList = field(default_factory=DenyList)
+
+    def __post_init__(self) -> None:
+        self.root = Path(os.path.realpath(self.root))
+        self._line_counts: dict[str, int] = {}
+
+    @property
+    def short_sha(self) -> str:
+        return self.sha[:7]
+
+    @functools.cached_property
+    def files(self) -> tuple[str, ...]:
+        """Every visible file (regular or symlink), as sorted POSIX paths relative to the root."""
+        out: list[str] = []
+        root = str(self.root)
+        cut = len(root) + 1
+        for dirpath, dirnames, filenames in os.walk(root):
+            rel_dir = dirpath[cut:]
+            keep = []
+            for d in dirnames:
+                rel = f"{rel_dir}/{d}" if rel_dir else d
+                if os.path.islink(os.path.join(dirpath, d)):
+                    filenames.append(d)  # listed as an entry; the jail decides if it may be read
+                elif not self.deny.is_denied(rel):
+                    keep.append(d)
+            dirnames[:] = keep
+            for f in filenames:
+                rel = f"{rel_dir}/{f}" if rel_dir else f
+                if not self.deny.is_denied(rel):
+                    out.append(rel.replace(os.sep, "/"))
+        out.sort()
+        return tuple(out)
+
+    @functools.cached_property
+    def file_set(self) -> frozenset[str]:
+        return frozenset(self.files)
+
+    @functools.cached_property
+    def dir_set(self) -> frozenset[str]:
+        dirs: set[str] = set()
+        for f in self.files:
+            parts = f.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                dirs.add("/".join(parts[:i]))
+        return frozenset(dirs)
+
+    @functools.cached_property
+    def by_basename(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for f in self.files:
+            index.setdefault(f.rsplit("/", 1)[-1], []).append(f)
+        return index
+
+    def normalise(self, path: str) -> str:
+        """Check a model-supplied relative path and return it normalised, or refuse it clearly."""
+        if not isinstance(path, str):
+            raise ToolRefused("path must be a string")
+        if "\x00" in path:
+            raise ToolRefused("path contains a NUL byte; give a plain relative path")
+        p = path.strip().replace("\\", "/")
+        if p in ("", ".", "./"):
+            return ""
+        if p.startswith("~"):
+            raise ToolRefused(f"{path!r}: home-relative paths are not allowed; paths are relative to the repository root")
+        if p.startswith("/") or (len(p) > 1 and p[1] == ":"):
+            raise ToolRefused(f"{path!r}: absolute paths are not allowed; paths are relative to the repository root")
+        while p.startswith("./"):
+            p = p[2:]
+        parts = [s for s in p.split("/") if s not in ("", ".")]
+        if ".." in parts:
+            raise ToolRefused(f"{path!r}: '..' is not allowed; paths are relative to the repository root")
+        rel = "/".join(parts)
+        if self.deny.is_denied(rel):
+            raise ToolRefused(f"{rel!r} is on the deny-list of secret-shaped paths and cannot be read")
+        return rel
+
+    def resolve(self, path: str) -> tuple[str, Path]:
+        """The normalised relative path and its real location, refusing anything that escapes the root."""
+        rel = self.normalise(path)
+        target = self.root / rel if rel else self.root
+        real = Path(os.path.realpath(target))
+        if real != self.root and not str(real).startswith(str(self.root) + os.sep):
+            raise ToolRefused(f"{rel!r} points outside the repository (a symlink) and cannot be read")
+        if real != target:
+            # A symlink inside the tree to a denied file is still denied.
+            inner = str(real)[len(str(self.root)) + 1 :]
+            if inner and self.deny.is_denied(inner):
+                raise ToolRefused(f"{rel!r} leads to a deny-listed path and cannot be read")
+        return rel, real
+
+    def line_count(self, rel: str) -> int | None:
+        """Lines in a file (a last line without a newline counts), or None if it is not a readable file."""
+        if rel in self._line_counts:
+            return self._line_counts[rel]
+        try:
+            _, real = self.resolve(rel)
+            data = real.read_bytes()
+        except (ToolRefused, OSError):
+            return None
+        n = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        self._line_counts[rel] = n
+        return n
