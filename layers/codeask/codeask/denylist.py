@@ -66,12 +66,9 @@ class DenyList:
     def is_denied(self, path: str) -> bool:
         return self._regex.match(path.strip("/")) is not None
 
-    def rg_args(self) -> list[str]:
-        """Exclusions for ripgrep, so denied files never reach a search."""
-        args: list[str] = []
-        for g in self.globs:
-            args += ["--glob", "!" + g]
-        return args
+    def rg_globs(self) -> list[str]:
+        """Exclusions for ripgrep's --glob, so denied files never reach a search (they go last: last wins)."""
+        return ["!" + g for g in self.globs]
 
     def fingerprint(self) -> str:
         """Changes whenever the list changes, so snapshots made under another list are not reused."""

@@ -1,0 +1,155 @@
+"""The `codeask` command line: ask a question, run one tool, or verify an answer, on a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from codeask.errors import BadInput, CodeaskError
+
+
+def _progress(msg: str) -> None:
+    print(f"· {msg}", file=sys.stderr, flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="codeask",
+        description="Answer 'where is / how does' questions about a git repository, with verified citations.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ask = sub.add_parser("ask", help="ask a question about a repository")
+    ask.add_argument("question", help="the question, in quotes")
+    ask.add_argument("--repo", action="append", help="local path or git URL (default: .)")
+    ask.add_argument("--branch", help="branch to read (default: the remote's default branch)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+    tool = sub.add_parser("tool", help="run one tool and print exactly what the model would receive")
+    tool.add_argument("name", help="search_code, read_file or list_files")
+    tool.add_argument("args", nargs="?", default="{}", help="the tool's arguments as JSON")
+    tool.add_argument("--repo", default=".", help="local path or git URL (default: .)")
+    tool.add_argument("--branch")
+
+    ver = sub.add_parser("verify", help="verify the paths an answer (on stdin) cites")
+    ver.add_argument("--repo", default=".", help="local path or git URL (default: .)")
+    ver.add_argument("--branch")
+    ver.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "ask":
+            return _ask(args)
+        if args.command == "tool":
+            return _tool(args)
+        return _verify(args)
+    except CodeaskError as e:
+        print(f"codeask: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _spec(repo: str, branch: str | None) -> Any:
+    from codeask.mirror import RepoSpec
+
+    return RepoSpec.parse(repo, branch=branch)
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from codeask.answer import ask
+    from codeask.settings import Settings
+
+    repos = args.repo or ["."]
+    if len(repos) > 1:
+        raise BadInput("one --repo at a time for now; cross-repo questions are not supported yet")
+    if not args.question.strip():
+        raise BadInput("the question is empty")
+    settings = Settings.from_env()
+    ans = ask(
+        args.question,
+        _spec(repos[0], args.branch),
+        settings,
+        on_event=None if args.quiet else _progress,
+    )
+    if args.json:
+        print(json.dumps(ans.to_json(), indent=2, ensure_ascii=False))
+        return 0
+    print(ans.text)
+    if ans.warning:
+        print("\n" + ans.warning)
+    cites = ans.verification.citations
+    if cites:
+        print("\nCitations:")
+        for m in cites:
+            where = m.path + (f":{m.start_line}" if m.start_line else "")
+            if m.end_line and m.end_line != m.start_line:
+                where += f"-{m.end_line}"
+            print(f"  {where}" + (f"  {m.url}" if m.url else ""))
+    repo = ans.snapshot.repo
+    footer = f"\n{repo.name}@{ans.snapshot.short_sha} ({ans.branch}) · {ans.mode}"
+    footer += f" · {ans.tool_calls} tool calls · {ans.timings_ms['total'] / 1000:.1f} s"
+    print(footer)
+    if ans.stale:
+        print(f"⚠️ {ans.stale.message()}")
+    return 0
+
+
+def _tool(args: argparse.Namespace) -> int:
+    from codeask.mirror import MirrorStore
+    from codeask.settings import Settings
+    from codeask.tools import Toolbox
+
+    try:
+        tool_args = json.loads(args.args)
+    except json.JSONDecodeError as e:
+        raise BadInput(f"tool arguments must be a JSON object: {e}") from None
+    if not isinstance(tool_args, dict):
+        raise BadInput("tool arguments must be a JSON object, e.g. '{\"pattern\": \"retry\"}'")
+    settings = Settings.from_env()
+    synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    toolbox = Toolbox(synced.snapshot, rg_path=settings.rg_path, search_timeout_s=settings.search_timeout_s)
+    if args.name not in toolbox.tools:
+        raise BadInput(f"unknown tool {args.name!r}; the tools are {', '.join(toolbox.tools)}")
+    result = toolbox.run(args.name, tool_args)
+    print(result.text)
+    return 1 if result.is_error else 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from codeask.mirror import MirrorStore
+    from codeask.settings import Settings
+    from codeask.verify import verify_answer, warning_text
+
+    text = sys.stdin.read()
+    settings = Settings.from_env()
+    synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    v = verify_answer(text, synced.snapshot)
+    if args.json:
+        print(json.dumps({
+            "sha": synced.sha,
+            "ok": v.ok,
+            "mentions": [
+                {"text": m.text, "path": m.path, "start_line": m.start_line, "end_line": m.end_line,
+                 "verified": m.verified, "reason": m.reason, "url": m.url}
+                for m in v.mentions
+            ],
+        }, indent=2, ensure_ascii=False))  # fmt: skip
+    else:
+        for m in v.mentions:
+            mark = "✓" if m.verified else "✗"
+            print(f"{mark} {m.text}" + (f"  — {m.reason}" if m.reason else "") + (f"  {m.url}" if m.url else ""))
+        warn = warning_text(v, [])
+        print(warn if warn else f"All {len(v.mentions)} references verified at {synced.sha[:7]}.")
+    return 0 if v.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

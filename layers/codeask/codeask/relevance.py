@@ -1,0 +1,140 @@
+"""How useful a hit is likely to be: definitions over mentions, source over tests, docs and vendored code."""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+# Weights for the kind of file a hit is in; users ask about the code, rarely its tests or its lockfile.
+KIND_WEIGHT = {
+    "source": 1.0,
+    "config": 0.75,
+    "test": 0.45,
+    "docs": 0.35,
+    "vendored": 0.2,
+    "generated": 0.1,
+}
+
+_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures", "e2e"}
+_DOC_DIRS = {"doc", "docs", "documentation", "examples", "example", "samples", "changelog", "changes"}
+_VENDOR_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "node_modules", "external"}
+_GENERATED_DIRS = {"dist", "build", "generated", "gen", "__generated__", "out", "target", "coverage"}
+_LOCKFILES = {
+    "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock", "go.sum",
+    "composer.lock", "gemfile.lock", "pipfile.lock", "uv.lock", "flake.lock", "npm-shrinkwrap.json",
+}  # fmt: skip
+_DOC_EXT = {".md", ".rst", ".txt", ".adoc", ".org", ".html", ".ipynb"}
+_CONFIG_EXT = {".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf", ".xml", ".properties", ".env"}
+_GENERATED_RE = re.compile(r"(_pb2(_grpc)?\.py|\.pb\.go|\.min\.(js|css)|\.generated\.\w+|\.g\.dart|\.map)$")
+_TEST_NAME_RE = re.compile(r"(^test_.*|.*_test\.\w+|.*\.(test|spec)\.\w+|^conftest\.py)$")
+_DOC_NAMES = {"readme", "changelog", "changes", "history", "news", "license", "licence", "copying",
+              "authors", "contributing", "notice"}  # fmt: skip
+
+
+@lru_cache(maxsize=65536)
+def path_kind(path: str) -> str:
+    """source, config, test, docs, vendored or generated: a guess from the path alone."""
+    lower = path.lower()
+    parts = lower.split("/")
+    name = parts[-1]
+    dirs = set(parts[:-1])
+    if name in _LOCKFILES or _GENERATED_RE.search(name) or dirs & _GENERATED_DIRS:
+        return "generated"
+    if dirs & _VENDOR_DIRS or "site-packages" in dirs:
+        return "vendored"
+    if dirs & _TEST_DIRS or _TEST_NAME_RE.match(name):
+        return "test"
+    stem, dot, ext = name.rpartition(".")
+    ext = dot + ext if dot else ""
+    if dirs & _DOC_DIRS or ext in _DOC_EXT or (stem or name) in _DOC_NAMES:
+        return "docs"
+    if ext in _CONFIG_EXT:
+        return "config"
+    return "source"
+
+
+# A line that introduces a named thing, in the languages teams mostly write.
+_DEF_RE = re.compile(
+    r"""^\s*(?:
+        (?:@\w[\w.]*\s+)*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?
+        (?:abstract\s+|final\s+|sealed\s+|data\s+|open\s+|inline\s+|unsafe\s+|const\s+)*
+        (?:def|class|function\*?|func|fn|struct|enum|trait|interface|impl|module|object|record|type|
+           protocol|extension|namespace|macro_rules!|defmodule|defp?|sub|procedure|CREATE\s+(?:OR\s+REPLACE\s+)?\w+)\b
+      | (?:public|private|protected|internal|static|override|virtual)\b[^=;(]*\(
+      | (?:export\s+)?(?:const|let|var|val)\s+\w+\s*[:=]
+      | [A-Z][A-Z0-9_]{2,}\s*(?::[^=]+)?=[^=]
+    )""",
+    re.VERBOSE,
+)
+_SCOPE_RE = re.compile(
+    r"""^(\s*)(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:static\s+)?
+        (?:def|class|function\*?|func|fn|struct|enum|trait|interface|impl|module|object|type|namespace)
+        \s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*(?:::\w+)?)""",
+    re.VERBOSE,
+)
+_LICENCE_RE = re.compile(
+    r"licen[cs]e|copyright|\(c\)\s*\d|redistribut|warrant|permission is hereby|spdx", re.IGNORECASE
+)
+
+
+def is_definition(text: str) -> bool:
+    return _DEF_RE.match(text) is not None
+
+
+def is_licence_header(line_no: int, text: str) -> bool:
+    return line_no <= 40 and _LICENCE_RE.search(text) is not None
+
+
+def enclosing_scope(lines: list[str], line_no: int) -> str | None:
+    """The nearest def/class/function above `line_no` (1-based) that encloses it by indentation."""
+    if not 1 <= line_no <= len(lines):
+        return None
+    target = lines[line_no - 1]
+    indent = len(target) - len(target.lstrip())
+    if _SCOPE_RE.match(target):
+        indent += 1  # the hit is itself a definition: report what encloses it
+    for i in range(line_no - 2, max(-1, line_no - 2000), -1):
+        text = lines[i]
+        if not text.strip():
+            continue
+        m = _SCOPE_RE.match(text)
+        if m and len(m.group(1)) < indent:
+            return text.strip()[:80]
+    return None
+
+
+_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
+def word_match_quality(text: str, start: int, end: int) -> float:
+    """1.0 when the match is a whole identifier or a part of one, lower when it is inside a word."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    left_ok = not _WORD.match(before) or before == "_" or (before.islower() and text[start:start + 1].isupper())
+    right_ok = not _WORD.match(after) or after == "_" or (after.isupper() and text[end - 1:end].islower())
+    if left_ok and right_ok:
+        return 1.0
+    if left_ok or right_ok:
+        return 0.7
+    return 0.35
+
+
+def hit_score(path: str, line_no: int, text: str, match_span: tuple[int, int] | None) -> float:
+    """A score for one matching line; only the order matters."""
+    score = KIND_WEIGHT[path_kind(path)]
+    if match_span is not None:
+        score *= word_match_quality(text, *match_span)
+    if is_definition(text):
+        score *= 2.5
+    if is_licence_header(line_no, text):
+        score *= 0.05
+    stripped = text.lstrip()
+    if stripped.startswith(("import ", "from ", "#include", "use ", "require(", "using ")):
+        score *= 0.6  # an import says where a thing is used, rarely what it is
+    return score
+
+
+def file_score(hit_scores: list[float]) -> float:
+    best = max(hit_scores) if hit_scores else 0.0
+    return best + 0.15 * math.log1p(len(hit_scores)) * best

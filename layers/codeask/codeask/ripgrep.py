@@ -1,0 +1,175 @@
+"""Run ripgrep safely: never a flag from the model, capped output, stopped early, killed on timeout."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeask.errors import CodeaskError, ToolRefused
+
+MAX_COLUMNS = 300  # a longer line is cut to a preview: minified bundles must not flood the output
+
+
+class RipgrepMissing(CodeaskError):
+    """No ripgrep binary could be found."""
+
+
+@dataclass
+class RawMatch:
+    path: str
+    line: int
+    text: str
+
+
+@dataclass
+class RgRun:
+    matches: list[RawMatch] = field(default_factory=list)
+    stopped_early: bool = False  # the raw cap was reached and rg was killed on purpose
+    timed_out: bool = False
+    elapsed_ms: float = 0.0
+
+
+def find_rg(configured: str | None = None) -> str:
+    """The ripgrep binary: RG_PATH, then the Lambda layer, then beside this Python, then PATH."""
+    candidates = [configured, "/opt/bin/rg", str(Path(sys.executable).parent / "rg"), shutil.which("rg")]
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    raise RipgrepMissing("ripgrep (rg) not found: install the `ripgrep` wheel or set RG_PATH")
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def clean_text(raw: bytes) -> str:
+    """Decode a line for a model: invalid UTF-8 replaced, control bytes dropped (tabs kept)."""
+    text = raw.decode("utf-8", errors="replace")
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == "\t" else "" for ch in text)
+
+
+def run_rg(
+    rg: str,
+    cwd: Path,
+    pattern: str,
+    *,
+    target: str = ".",
+    globs: list[str] | None = None,
+    extra_args: list[str] | None = None,
+    max_matches: int = 4000,
+    timeout_s: float = 10.0,
+) -> RgRun:
+    """Search `target` under `cwd` for `pattern`; raises ToolRefused with rg's message on a bad regex."""
+    cmd = [
+        rg,
+        "--no-config",
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--null",
+        "--color=never",
+        "--no-ignore",
+        "--hidden",
+        "--smart-case",
+        "--max-filesize=10M",
+        f"--max-columns={MAX_COLUMNS}",
+        "--max-columns-preview",
+    ]
+    for g in globs or []:
+        cmd += ["--glob", g]
+    cmd += extra_args or []
+    # -e makes the pattern an argument of its own even when it starts with '-'; '--' ends flags.
+    cmd += ["-e", pattern, "--", target]
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, so a kill takes every thread and child
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out = RgRun()
+    deadline = started + timeout_s
+    buf = b""
+    fd = proc.stdout.fileno()
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                out.timed_out = True
+                _kill(proc)
+                break
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                m = _parse(line)
+                if m is not None:
+                    out.matches.append(m)
+            if len(out.matches) >= max_matches:
+                out.stopped_early = True
+                _kill(proc)
+                break
+        if buf and not out.stopped_early and not out.timed_out:
+            m = _parse(buf)
+            if m is not None:
+                out.matches.append(m)
+        if not out.stopped_early and not out.timed_out:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            err = proc.stderr.read().decode("utf-8", errors="replace")
+            if proc.returncode == 2 and not out.matches:
+                raise ToolRefused(_rg_error(err, pattern))
+    except subprocess.TimeoutExpired:
+        out.timed_out = True
+        _kill(proc)
+    finally:
+        if proc.poll() is None:
+            _kill(proc)
+        proc.stdout.close()
+        proc.stderr.close()
+    out.elapsed_ms = (time.monotonic() - started) * 1000
+    return out
+
+
+def _parse(line: bytes) -> RawMatch | None:
+    path, sep, rest = line.partition(b"\x00")
+    if not sep:
+        return None
+    num, colon, text = rest.partition(b":")
+    if not colon or not num.isdigit():
+        return None
+    p = path.decode("utf-8", errors="replace")
+    if p.startswith("./"):
+        p = p[2:]
+    return RawMatch(path=p, line=int(num), text=clean_text(text))
+
+
+def _rg_error(stderr: str, pattern: str) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    if any("regex parse error" in ln or "error:" in ln for ln in lines):
+        detail = "\n".join(lines[-6:])
+        return (
+            f"invalid regex {pattern!r}:\n{detail}\n"
+            "Escape regex metacharacters such as ( ) [ ] { } . * + ? | \\ to search for them literally."
+        )
+    return f"search failed: {lines[-1] if lines else 'ripgrep exited with an error'}"

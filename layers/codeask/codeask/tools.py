@@ -1,0 +1,465 @@
+"""The read-only tools the model drives (search_code, read_file, list_files), all behind one redaction gate."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeask.errors import CodeaskError, ToolRefused
+from codeask.pathglob import compile_glob
+from codeask.redact import REDACTED, RedactionGate, private_key_lines
+from codeask.relevance import enclosing_scope
+from codeask.ripgrep import clean_text, find_rg
+from codeask.search import FileHits, SearchOutcome, search
+from codeask.snapshot import Snapshot
+
+# Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
+SEARCH_MAX_CHARS = 9000
+SEARCH_MAX_HITS = 40
+SEARCH_HITS_PER_FILE = 5
+SEARCH_CONTEXT_HITS = 12  # the best hits get a line of context either side
+READ_MAX_LINES = 300
+READ_MAX_CHARS = 24000
+LINE_MAX_CHARS = 400
+LIST_MAX_ENTRIES = 200
+BINARY_SNIFF = 8000
+
+
+@dataclass
+class ToolResult:
+    text: str
+    is_error: bool = False
+
+
+@dataclass
+class ToolCall:
+    name: str
+    args: dict[str, Any]
+    is_error: bool
+    elapsed_ms: float
+    chars: int
+    summary: str
+
+
+@dataclass
+class Tool:
+    """A tool as the model sees it (name, description, JSON schema) and the function that runs it."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    run: Callable[[dict[str, Any]], str]
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.schema}
+
+
+def _clip(line: str, limit: int = LINE_MAX_CHARS) -> str:
+    if len(line) <= limit:
+        return line
+    return line[:limit] + f" [… line cut, {len(line) - limit} more characters]"
+
+
+SEARCH_DESCRIPTION = (
+    "Search the repository's files with a regular expression (ripgrep syntax; case-insensitive "
+    "unless the pattern has a capital letter). Results are grouped by file and ranked: definitions "
+    "and source code first, then config, tests, docs and vendored or generated files. Each hit "
+    "shows its line number, the enclosing function or class, and for the best hits a line of "
+    "context, so you often do not need read_file just to see what a hit is. The header says how "
+    "many matches and files there are and whether the list is complete; when it is truncated, "
+    "narrow with `glob` (e.g. '*.py', '!**/tests/**') or `path` (a directory), or a more specific "
+    "pattern. Use it to find where something is defined (e.g. 'def retry_job|class RetryPolicy'), "
+    "every place that calls something, or where a message or setting appears."
+)
+READ_DESCRIPTION = (
+    "Read numbered lines of one file. Give start_line/end_line to read the part you need (a search "
+    f"hit's line ± 40 is usually enough); at most {READ_MAX_LINES} lines come back per call, and the "
+    "footer says how to continue. Paths are relative to the repository root, exactly as search_code "
+    "and list_files print them."
+)
+LIST_DESCRIPTION = (
+    "List files that exist in the repository, optionally under a directory `path` and/or matching "
+    "a `glob` ('*.go', 'src/**/handlers/*.ts'). Use it to see a project's layout or to check that a "
+    f"path exists before you cite it. At most {LIST_MAX_ENTRIES} paths come back; larger listings "
+    "are summarised by directory with file counts."
+)
+
+
+class Toolbox:
+    """The tools over one snapshot, with a log of what ran; every result passes the redaction gate."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        *,
+        gate: RedactionGate | None = None,
+        rg_path: str | None = None,
+        search_timeout_s: float = 10.0,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.on_event = on_event
+        self.gate = gate or RedactionGate()
+        self.rg = find_rg(rg_path)
+        self.search_timeout_s = search_timeout_s
+        self.calls: list[ToolCall] = []
+        self.searches: list[str] = []
+        self._lines_cache: dict[str, list[str] | None] = {}
+        self.tools: dict[str, Tool] = {
+            t.name: t
+            for t in (
+                Tool(
+                    "search_code",
+                    SEARCH_DESCRIPTION,
+                    {
+                        "type": "object",
+                        "properties": {
+                            "pattern": {"type": "string", "description": "Regular expression."},
+                            "glob": {
+                                "type": "string",
+                                "description": "Optional file filter, e.g. '*.py' or '!*test*'.",
+                            },
+                            "path": {
+                                "type": "string",
+                                "description": "Optional directory or file to search in.",
+                            },
+                        },
+                        "required": ["pattern"],
+                        "additionalProperties": False,
+                    },
+                    self._search_code,
+                ),
+                Tool(
+                    "read_file",
+                    READ_DESCRIPTION,
+                    {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "start_line": {"type": "integer", "minimum": 1},
+                            "end_line": {"type": "integer", "minimum": 1},
+                        },
+                        "required": ["path"],
+                        "additionalProperties": False,
+                    },
+                    self._read_file,
+                ),
+                Tool(
+                    "list_files",
+                    LIST_DESCRIPTION,
+                    {
+                        "type": "object",
+                        "properties": {
+                            "glob": {"type": "string"},
+                            "path": {"type": "string", "description": "Directory to list."},
+                        },
+                        "additionalProperties": False,
+                    },
+                    self._list_files,
+                ),
+            )
+        }
+
+    # -- the one entry point -------------------------------------------------------------------
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [t.definition() for t in self.tools.values()]
+
+    @property
+    def redactions(self) -> dict[str, int]:
+        return dict(self.gate.totals)
+
+    def run(self, name: str, args: dict[str, Any] | None) -> ToolResult:
+        """Run a tool by name; expected failures come back as error results the model can act on."""
+        started = time.monotonic()
+        args = args if isinstance(args, dict) else {}
+        tool = self.tools.get(name)
+        is_error = False
+        try:
+            if tool is None:
+                raise ToolRefused(f"unknown tool {name!r}; the tools are {', '.join(self.tools)}")
+            _check_args(tool, args)
+            raw = tool.run(args)
+        except ToolRefused as e:
+            raw, is_error = f"Error: {e}", True
+        except CodeaskError as e:
+            raw, is_error = f"Error: {e}", True
+        redaction = self.gate.apply(raw)
+        elapsed = (time.monotonic() - started) * 1000
+        self.calls.append(
+            ToolCall(name, dict(args), is_error or redaction.withheld, elapsed, len(redaction.text),
+                     _summary(name, args))
+        )  # fmt: skip
+        self.notify(f"{_summary(name, args)}{' (error)' if is_error else ''} [{elapsed:.0f} ms]")
+        return ToolResult(redaction.text, is_error or redaction.withheld)
+
+    def notify(self, message: str) -> None:
+        """Progress for whoever watches (stderr on a terminal, the Slack status in the worker)."""
+        if self.on_event is not None:
+            self.on_event(message)
+
+    # -- file access shared by the tools ---------------------------------------------------------
+
+    def lines(self, rel: str) -> list[str] | None:
+        """A text file's lines with private-key blocks masked, or None for a binary file."""
+        if rel in self._lines_cache:
+            return self._lines_cache[rel]
+        _, real = self.snapshot.resolve(rel)
+        data = real.read_bytes()
+        if b"\x00" in data[:BINARY_SNIFF]:
+            out = None
+        else:
+            raw = data.split(b"\n") if data else []
+            if raw and raw[-1] == b"":
+                raw.pop()
+            out = [clean_text(r) for r in raw]
+            for i in private_key_lines(out):
+                out[i] = REDACTED.format(kind="private-key")
+        self._lines_cache[rel] = out
+        return out
+
+    # -- search_code -----------------------------------------------------------------------------
+
+    def _search_code(self, args: dict[str, Any]) -> str:
+        pattern = args["pattern"]
+        if not pattern:
+            raise ToolRefused("pattern is empty; give a regular expression to search for")
+        outcome = search(
+            self.snapshot,
+            self.rg,
+            pattern,
+            glob=args.get("glob") or None,
+            path=args.get("path") or None,
+            timeout_s=self.search_timeout_s,
+        )
+        self.searches.append(outcome.describe())
+        return self.render_search(outcome)
+
+    def render_search(self, o: SearchOutcome) -> str:
+        where = o.describe()
+        if o.timed_out and not o.files:
+            return (
+                f"Search {where} timed out after {self.search_timeout_s:g} s with no matches; "
+                "narrow it with glob or path, or a more specific pattern."
+            )
+        if not o.files:
+            return f"No matches for {where}."
+        out: list[str] = []
+        shown = 0
+        shown_files = 0
+        budget = SEARCH_MAX_CHARS
+        for fh in o.files:
+            if shown >= SEARCH_MAX_HITS:
+                break
+            block = self._render_file(fh, context=shown < SEARCH_CONTEXT_HITS)
+            text = "\n".join(block[0])
+            if len(text) > budget and shown_files > 0:
+                break
+            if len(text) > budget:
+                text = text[:budget] + "\n[… output cut at the size cap]"
+            out.append(text)
+            budget -= len(text) + 1
+            shown += block[1]
+            shown_files += 1
+        rest = o.files[shown_files:]
+        complete = not rest and not o.stopped_early and not o.timed_out and all(
+            len(f.hits) <= SEARCH_HITS_PER_FILE for f in o.files[:shown_files]
+        )
+        head = f"{o.total_matches} matches in {o.total_files} files for {where}"
+        if o.stopped_early:
+            head = f"{o.total_matches}+ matches (search stopped early) in {o.total_files}+ files for {where}"
+        if o.timed_out:
+            head += f" (timed out after {self.search_timeout_s:g} s: results are partial)"
+        if complete:
+            head += "; complete list, ranked."
+        else:
+            head += (
+                f"; showing {shown} hits in {shown_files} files, ranked (definitions and source "
+                "first). Narrow with glob, path or a more specific pattern to see the rest."
+            )
+        tail = ""
+        if rest:
+            names = []
+            for f in rest:
+                names.append(f"{f.path} ({len(f.hits)})")
+                if sum(len(n) + 2 for n in names) > 1500:
+                    break
+            more = len(rest) - len(names)
+            tail = "\nOther files with matches: " + ", ".join(names)
+            if more > 0:
+                tail += f", and {more} more files"
+        return head + "\n\n" + "\n\n".join(out) + tail
+
+    def _render_file(self, fh: FileHits, *, context: bool) -> tuple[list[str], int]:
+        try:
+            lines = self.lines(fh.path)
+        except (OSError, ToolRefused):
+            lines = None
+        n = len(fh.hits)
+        kind = "" if fh.kind == "source" else f" [{fh.kind}]"
+        shown_hits = fh.hits[:SEARCH_HITS_PER_FILE]
+        header = f"{fh.path}{kind} — {n} match{'es' if n != 1 else ''}"
+        if n > len(shown_hits):
+            header += f", best {len(shown_hits)} shown"
+        rows = [header]
+        seen_scope: set[str] = set()
+        for i, hit in enumerate(sorted(shown_hits, key=lambda h: h.line)):
+            text = hit.text
+            if lines is not None and 1 <= hit.line <= len(lines):
+                text = lines[hit.line - 1]  # masked view: a key body line never shows, even as a hit
+            scope = enclosing_scope(lines, hit.line) if lines else None
+            if scope and scope not in seen_scope:
+                rows.append(f"  in {scope}")
+                seen_scope.add(scope)
+            want_ctx = context and lines is not None and i < 3
+            if want_ctx and hit.line - 1 >= 1 and lines is not None:
+                rows.append(f"    {hit.line - 1:>5}  {_clip(lines[hit.line - 2])}")
+            rows.append(f"  > {hit.line:>5}  {_clip(text)}")
+            if want_ctx and lines is not None and hit.line < len(lines):
+                rows.append(f"    {hit.line + 1:>5}  {_clip(lines[hit.line])}")
+        if n > len(shown_hits):
+            others = sorted(h.line for h in fh.hits[SEARCH_HITS_PER_FILE:])
+            listed = ", ".join(str(x) for x in others[:25])
+            more = f" and {len(others) - 25} more" if len(others) > 25 else ""
+            rows.append(f"  … {len(others)} more in this file at lines {listed}{more}")
+        return rows, len(shown_hits)
+
+    # -- read_file -------------------------------------------------------------------------------
+
+    def _read_file(self, args: dict[str, Any]) -> str:
+        rel, real = self.snapshot.resolve(args["path"])
+        if not rel or real.is_dir():
+            raise ToolRefused(f"{args['path']!r} is a directory; use list_files to see what is in it")
+        if not real.is_file():
+            raise ToolRefused(
+                f"no file {rel!r} at {self.snapshot.short_sha}; use list_files or search_code to "
+                "find the right path"
+            )
+        lines = self.lines(rel)
+        if lines is None:
+            raise ToolRefused(f"{rel!r} is a binary file; it cannot be shown as text")
+        total = len(lines)
+        start = args.get("start_line")
+        end = args.get("end_line")
+        start = 1 if start is None else start
+        if start < 1 or (end is not None and end < 1):
+            raise ToolRefused("line numbers start at 1")
+        if end is not None and end < start:
+            raise ToolRefused(f"end_line {end} is before start_line {start}")
+        if total == 0:
+            return f"{rel} is empty (0 lines) at {self.snapshot.short_sha}."
+        if start > total:
+            raise ToolRefused(f"{rel} has {total} lines; start_line {start} is past the end")
+        wanted_end = total if end is None else min(end, total)
+        end = min(wanted_end, start + READ_MAX_LINES - 1)
+        width = len(str(end))
+        body: list[str] = []
+        size = 0
+        last = start - 1
+        for n in range(start, end + 1):
+            row = f"{n:>{width}}  {_clip(lines[n - 1])}"
+            if size + len(row) > READ_MAX_CHARS and body:
+                break
+            body.append(row)
+            size += len(row) + 1
+            last = n
+        head = f"{rel} lines {start}-{last} of {total} at {self.snapshot.short_sha}"
+        foot = ""
+        if last < wanted_end:
+            foot = f"\n[… {total - last} more lines; continue with start_line={last + 1}]"
+        return head + "\n" + "\n".join(body) + foot
+
+    # -- list_files ------------------------------------------------------------------------------
+
+    def _list_files(self, args: dict[str, Any]) -> str:
+        rel = ""
+        if args.get("path"):
+            rel, real = self.snapshot.resolve(args["path"])
+            if rel and rel in self.snapshot.file_set:
+                return f"{rel} is a file ({self.snapshot.line_count(rel)} lines)."
+            if rel and rel not in self.snapshot.dir_set:
+                raise ToolRefused(f"no directory {rel!r} at {self.snapshot.short_sha}")
+        prefix = rel + "/" if rel else ""
+        files = [f for f in self.snapshot.files if f.startswith(prefix)]
+        glob = args.get("glob")
+        if glob:
+            try:
+                rx = compile_glob(glob)
+            except ValueError as e:
+                raise ToolRefused(f"bad glob {glob!r}: {e}") from None
+            files = [f for f in files if rx.match(f) or rx.match(f[len(prefix) :])]
+        where = f"under {rel}/" if rel else "in the repository"
+        what = f" matching {glob!r}" if glob else ""
+        if not files:
+            return f"No files {where}{what} at {self.snapshot.short_sha}."
+        head = f"{len(files)} files {where}{what} at {self.snapshot.short_sha}"
+        if len(files) <= LIST_MAX_ENTRIES:
+            return head + ":\n" + "\n".join(files)
+        return head + "; too many to list, so by directory:\n" + _summarise(files, prefix)
+
+
+def _summarise(files: list[str], prefix: str) -> str:
+    """Directory counts, deep enough to fit the cap, then the loose files at the top level."""
+    depth = 1
+    best: list[str] = []
+    while depth < 8:
+        counts: Counter[str] = Counter()
+        loose: list[str] = []
+        for f in files:
+            parts = f[len(prefix) :].split("/")
+            if len(parts) > depth:
+                counts[prefix + "/".join(parts[:depth]) + "/"] += 1
+            else:
+                loose.append(f)
+        rows = [f"{d} ({c} files)" for d, c in sorted(counts.items())] + loose
+        if len(rows) > LIST_MAX_ENTRIES:
+            break
+        best = rows
+        if len(rows) == len(files):
+            break
+        depth += 1
+    if not best:
+        best = rows[:LIST_MAX_ENTRIES] + [f"[… {len(rows) - LIST_MAX_ENTRIES} more entries]"]
+    return "\n".join(best) + "\nNarrow with path or glob to see individual files."
+
+
+def _summary(name: str, args: dict[str, Any]) -> str:
+    if name == "search_code":
+        s = f"search `{args.get('pattern', '')}`"
+        if args.get("glob"):
+            s += f" in {args['glob']}"
+        if args.get("path"):
+            s += f" under {args['path']}"
+        return s
+    if name == "read_file":
+        s = f"read {args.get('path', '')}"
+        if args.get("start_line") or args.get("end_line"):
+            s += f":{args.get('start_line') or 1}-{args.get('end_line') or ''}"
+        return s
+    if name == "list_files":
+        return f"list {args.get('path') or '.'} {args.get('glob') or ''}".rstrip()
+    return name
+
+
+def _check_args(tool: Tool, args: dict[str, Any]) -> None:
+    """A small JSON-schema check: required keys, no unknown keys, and the declared types."""
+    props = tool.schema.get("properties", {})
+    for key in tool.schema.get("required", []):
+        if key not in args:
+            raise ToolRefused(f"{tool.name} needs {key!r}")
+    for key, value in list(args.items()):
+        spec = props.get(key)
+        if spec is None:
+            raise ToolRefused(f"{tool.name} has no argument {key!r}; it takes {', '.join(props)}")
+        if value is None:
+            continue
+        if spec["type"] == "integer":
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                value = args[key] = int(value)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ToolRefused(f"{key} must be a whole number, got {value!r}")
+        elif spec["type"] == "string" and not isinstance(value, str):
+            raise ToolRefused(f"{key} must be a string, got {value!r}")

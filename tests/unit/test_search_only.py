@@ -1,0 +1,115 @@
+"""Search-only answers: the question becomes searches, the evidence is ranked, the result is labelled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeask import search_only
+from codeask.snapshot import RepoRef, Snapshot
+from codeask.tools import Toolbox
+
+LICENCE = "# Copyright (c) 2024 Acme. Permission is hereby granted to redistribute this file.\n"
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+@pytest.fixture
+def toolbox(tmp_path: Path) -> Toolbox:
+    w = lambda rel, text: write(tmp_path, rel, text)  # noqa: E731
+    w(
+        "app/webhooks/signature.py",
+        LICENCE + "import hmac\n\n\ndef verify_webhook_signature(body, sig, secret):\n"
+        "    expected = hmac.new(secret, body, 'sha256').hexdigest()\n    return hmac.compare_digest(expected, sig)\n",
+    )
+    w(
+        "app/webhooks/routes.py",
+        LICENCE + "from .signature import verify_webhook_signature\n\n\ndef receive(req):\n"
+        "    if not verify_webhook_signature(req.body, req.headers['sig'], KEY):\n        return 401\n",
+    )
+    w(
+        "tests/test_signature.py",
+        "".join(
+            f"def test_sig_{i}():\n    verify_webhook_signature(b'', 's', b'k')\n" for i in range(9)
+        ),
+    )
+    w(
+        "docs/webhooks.md",
+        "# Webhooks\nWe validate webhook signatures with HMAC. Signature checks happen early.\n",
+    )
+    w(
+        "app/cache/redis_client.py",
+        LICENCE
+        + "import redis\n\n\nclass RedisCache:\n    def __init__(self, url):\n        self.client = redis.Redis.from_url(url)\n",
+    )
+    for i in range(15):
+        w(f"app/mod{i}.py", LICENCE + f"def f{i}():\n    return {i}\n")
+    w(
+        "app/billing/retry.py",
+        "import time\n\n\nclass RetryPolicy:\n    max_attempts = 5\n\n    def backoff(self, attempt):\n        return 2 ** attempt\n",
+    )
+    return Toolbox(Snapshot(tmp_path, "b" * 40, RepoRef("acme", str(tmp_path))))
+
+
+def test_question_terms_drop_stopwords_and_keep_identifiers() -> None:
+    terms = search_only.question_terms("Where do we validate webhook signatures in `parse_body`?")
+    labels = [t.label for t in terms]
+    assert labels[0] == "parse_body"
+    assert {"validat", "webhook", "signatur"} <= set(labels)
+    assert not any(t.label in ("where", "do", "we") for t in terms)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Where do we validate webhook signatures?", "app/webhooks/signature.py"),
+        ("Where is the redis cache client created?", "app/cache/redis_client.py"),
+        ("How does the retry backoff for billing work?", "app/billing/retry.py"),
+        ("Is there a RetryPolicy somewhere?", "app/billing/retry.py"),
+    ],
+)
+def test_the_right_file_ranks_first(toolbox: Toolbox, question: str, expected: str) -> None:
+    result = search_only.answer(question, toolbox)
+    assert result.evidence[0].path == expected
+
+
+def test_licence_headers_and_tests_do_not_flood_the_answer(toolbox: Toolbox) -> None:
+    # "redistribute" in every licence header contains "redis"; tests mention the signature 9 times
+    result = search_only.answer("Where is redis used?", toolbox)
+    assert [e.path for e in result.evidence][:1] == ["app/cache/redis_client.py"]
+    assert all(not e.path.startswith("app/mod") for e in result.evidence[:3])
+
+
+def test_answer_is_labelled_and_cites_path_and_line(toolbox: Toolbox) -> None:
+    result = search_only.answer("Where do we validate webhook signatures?", toolbox)
+    assert result.text.startswith("*Search-only answer*")
+    assert "nothing below was written by a model" in result.text
+    assert "`app/webhooks/signature.py:5`" in result.text
+    assert result.searches and toolbox.searches == result.searches
+
+
+def test_no_terms_and_no_matches_are_honest(toolbox: Toolbox) -> None:
+    assert (
+        "could not find anything to search for"
+        in search_only.answer("how does it work?", toolbox).text
+    )
+    text = search_only.answer("Where is the quantum flux capacitor?", toolbox).text
+    assert "No matches for" in text
+
+
+def test_secrets_in_snippets_are_redacted(tmp_path: Path, toolbox: Toolbox) -> None:
+    token = "xoxb-" + "1234567890-0987654321-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+    write(
+        tmp_path,
+        "app/slack/client.py",
+        f"def slack_client():\n    return WebClient(token='{token}')\n",
+    )
+    toolbox.snapshot = Snapshot(tmp_path, "b" * 40, toolbox.snapshot.repo)
+    result = search_only.answer("where is the slack client built?", toolbox)
+    assert "app/slack/client.py" in result.text
+    assert token not in result.text
