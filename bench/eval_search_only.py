@@ -37,7 +37,11 @@ def corpus(name: str) -> Path:
 def evaluate(name: str) -> dict:
     root = corpus(name)
     snap = Snapshot(root, "0" * 40, RepoRef(name, str(root)))
-    cases = [json.loads(line) for line in (HERE / "eval" / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+    cases = [
+        json.loads(line)
+        for line in (HERE / "eval" / f"{name}.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     ranks: list[int | None] = []
     rows = []
     started = time.monotonic()

@@ -135,8 +135,13 @@ def ask(
             "total": (t_verify - started) * 1000,
             **{f"sync_{k}": v for k, v in synced.timings_ms.items()},
         },
-        usage={"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
-               "cache_write_tokens": 0, "cost_usd": 0.0},  # fmt: skip
+        usage={
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "cost_usd": 0.0,
+        },  # fmt: skip
         stale=synced.stale,
         redactions=toolbox.redactions,
     )

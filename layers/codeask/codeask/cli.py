@@ -29,7 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-    tool = sub.add_parser("tool", help="run one tool and print exactly what the model would receive")
+    tool = sub.add_parser(
+        "tool", help="run one tool and print exactly what the model would receive"
+    )
     tool.add_argument("name", help="search_code, read_file or list_files")
     tool.add_argument("args", nargs="?", default="{}", help="the tool's arguments as JSON")
     tool.add_argument("--repo", default=".", help="local path or git URL (default: .)")
@@ -112,10 +114,12 @@ def _tool(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as e:
         raise BadInput(f"tool arguments must be a JSON object: {e}") from None
     if not isinstance(tool_args, dict):
-        raise BadInput("tool arguments must be a JSON object, e.g. '{\"pattern\": \"retry\"}'")
+        raise BadInput('tool arguments must be a JSON object, e.g. \'{"pattern": "retry"}\'')
     settings = Settings.from_env()
     synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
-    toolbox = Toolbox(synced.snapshot, rg_path=settings.rg_path, search_timeout_s=settings.search_timeout_s)
+    toolbox = Toolbox(
+        synced.snapshot, rg_path=settings.rg_path, search_timeout_s=settings.search_timeout_s
+    )
     if args.name not in toolbox.tools:
         raise BadInput(f"unknown tool {args.name!r}; the tools are {', '.join(toolbox.tools)}")
     result = toolbox.run(args.name, tool_args)
@@ -145,7 +149,11 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         for m in v.mentions:
             mark = "✓" if m.verified else "✗"
-            print(f"{mark} {m.text}" + (f"  — {m.reason}" if m.reason else "") + (f"  {m.url}" if m.url else ""))
+            print(
+                f"{mark} {m.text}"
+                + (f"  — {m.reason}" if m.reason else "")
+                + (f"  {m.url}" if m.url else "")
+            )
         warn = warning_text(v, [])
         print(warn if warn else f"All {len(v.mentions)} references verified at {synced.sha[:7]}.")
     return 0 if v.ok else 1

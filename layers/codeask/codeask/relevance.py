@@ -16,17 +16,66 @@ KIND_WEIGHT = {
     "generated": 0.1,
 }
 
-_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "fixtures", "e2e"}
-_DOC_DIRS = {"doc", "docs", "documentation", "examples", "example", "samples", "changelog", "changes"}
-_VENDOR_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "node_modules", "external"}
-_GENERATED_DIRS = {"dist", "build", "generated", "gen", "__generated__", "out", "target", "coverage"}
+_TEST_DIRS = {
+    "test",
+    "tests",
+    "testing",
+    "__tests__",
+    "spec",
+    "specs",
+    "testdata",
+    "fixtures",
+    "e2e",
+}
+_DOC_DIRS = {
+    "doc",
+    "docs",
+    "documentation",
+    "examples",
+    "example",
+    "samples",
+    "changelog",
+    "changes",
+}
+_VENDOR_DIRS = {
+    "vendor",
+    "vendored",
+    "_vendor",
+    "third_party",
+    "thirdparty",
+    "node_modules",
+    "external",
+}
+_GENERATED_DIRS = {
+    "dist",
+    "build",
+    "generated",
+    "gen",
+    "__generated__",
+    "out",
+    "target",
+    "coverage",
+}
 _LOCKFILES = {
     "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock", "go.sum",
     "composer.lock", "gemfile.lock", "pipfile.lock", "uv.lock", "flake.lock", "npm-shrinkwrap.json",
 }  # fmt: skip
 _DOC_EXT = {".md", ".rst", ".txt", ".adoc", ".org", ".html", ".ipynb"}
-_CONFIG_EXT = {".yaml", ".yml", ".json", ".toml", ".ini", ".cfg", ".conf", ".xml", ".properties", ".env"}
-_GENERATED_RE = re.compile(r"(_pb2(_grpc)?\.py|\.pb\.go|\.min\.(js|css)|\.generated\.\w+|\.g\.dart|\.map)$")
+_CONFIG_EXT = {
+    ".yaml",
+    ".yml",
+    ".json",
+    ".toml",
+    ".ini",
+    ".cfg",
+    ".conf",
+    ".xml",
+    ".properties",
+    ".env",
+}
+_GENERATED_RE = re.compile(
+    r"(_pb2(_grpc)?\.py|\.pb\.go|\.min\.(js|css)|\.generated\.\w+|\.g\.dart|\.map)$"
+)
 _TEST_NAME_RE = re.compile(r"(^test_.*|.*_test\.\w+|.*\.(test|spec)\.\w+|^conftest\.py)$")
 _DOC_NAMES = {"readme", "changelog", "changes", "history", "news", "license", "licence", "copying",
               "authors", "contributing", "notice"}  # fmt: skip
@@ -111,8 +160,16 @@ def word_match_quality(text: str, start: int, end: int) -> float:
     """1.0 when the match is a whole identifier or a part of one, lower when it is inside a word."""
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
-    left_ok = not _WORD.match(before) or before == "_" or (before.islower() and text[start:start + 1].isupper())
-    right_ok = not _WORD.match(after) or after == "_" or (after.isupper() and text[end - 1:end].islower())
+    left_ok = (
+        not _WORD.match(before)
+        or before == "_"
+        or (before.islower() and text[start : start + 1].isupper())
+    )
+    right_ok = (
+        not _WORD.match(after)
+        or after == "_"
+        or (after.isupper() and text[end - 1 : end].islower())
+    )
     if left_ok and right_ok:
         return 1.0
     if left_ok or right_ok:
@@ -120,12 +177,14 @@ def word_match_quality(text: str, start: int, end: int) -> float:
     return 0.35
 
 
-def hit_score(path: str, line_no: int, text: str, match_span: tuple[int, int] | None) -> float:
+def hit_score(
+    path: str, line_no: int, text: str, match_span: tuple[int, int] | None, definition: bool
+) -> float:
     """A score for one matching line; only the order matters."""
     score = KIND_WEIGHT[path_kind(path)]
     if match_span is not None:
         score *= word_match_quality(text, *match_span)
-    if is_definition(text):
+    if definition:
         score *= 2.5
     if is_licence_header(line_no, text):
         score *= 0.05

@@ -38,7 +38,12 @@ class RgRun:
 
 def find_rg(configured: str | None = None) -> str:
     """The ripgrep binary: RG_PATH, then the Lambda layer, then beside this Python, then PATH."""
-    candidates = [configured, "/opt/bin/rg", str(Path(sys.executable).parent / "rg"), shutil.which("rg")]
+    candidates = [
+        configured,
+        "/opt/bin/rg",
+        str(Path(sys.executable).parent / "rg"),
+        shutil.which("rg"),
+    ]
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c

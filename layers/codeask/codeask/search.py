@@ -9,7 +9,7 @@ from codeask.relevance import file_score, hit_score, is_definition, path_kind
 from codeask.ripgrep import RgRun, run_rg
 from codeask.snapshot import Snapshot
 
-RAW_MATCH_CAP = 4000  # matches read from rg before it is stopped; ranking happens within these
+RAW_MATCH_CAP = 2500  # matches read from rg before it is stopped; ranking happens within these
 
 
 @dataclass
@@ -89,25 +89,30 @@ def search(
         timeout_s=timeout_s,
     )
     compiled = python_pattern(pattern)
-    by_file: dict[str, FileHits] = {}
+    by_file: dict[str, FileHits | None] = {}
     for m in run.matches:
-        if snapshot.deny.is_denied(m.path):
-            continue
-        fh = by_file.get(m.path)
+        fh = by_file.get(m.path, False)
+        if fh is False:
+            # rg already skipped denied globs; this is the second lock on the same door.
+            fh = by_file[m.path] = (
+                None if snapshot.deny.is_denied(m.path) else FileHits(m.path, path_kind(m.path))
+            )
         if fh is None:
-            fh = by_file[m.path] = FileHits(path=m.path, kind=path_kind(m.path))
+            continue
         span = None
         if compiled is not None:
             found = compiled.search(m.text)
             if found:
                 span = found.span()
+        definition = is_definition(m.text)
         fh.hits.append(
-            Hit(m.line, m.text, hit_score(m.path, m.line, m.text, span), is_definition(m.text))
+            Hit(m.line, m.text, hit_score(m.path, m.line, m.text, span, definition), definition)
         )
-    for fh in by_file.values():
+    kept = [fh for fh in by_file.values() if fh is not None]
+    for fh in kept:
         fh.score = file_score([h.score for h in fh.hits])
         fh.hits.sort(key=lambda h: (-h.score, h.line))
-    files = sorted(by_file.values(), key=lambda f: (-f.score, f.path))
+    files = sorted(kept, key=lambda f: (-f.score, f.path))
     return SearchOutcome(
         pattern=pattern,
         glob=glob,

@@ -80,7 +80,7 @@ def stem(word: str) -> str:
     for suf in _SUFFIXES:
         if suf == "s" and w[-2:-1] in ("s", "i", "u"):
             continue  # redis, status, class: not plurals
-        if w.endswith(suf) and len(w) - len(suf) >= 3:
+        if w.endswith(suf) and len(w) - len(suf) >= 4:
             w = w[: -len(suf)]
             break
     if w.endswith("e") and len(w) > 4:
@@ -159,7 +159,9 @@ class Evidence:
     terms: list[str] = field(default_factory=list)
 
 
-def rank_evidence(toolbox: Toolbox, terms: list[Term], outcomes: list[SearchOutcome]) -> list[Evidence]:
+def rank_evidence(
+    toolbox: Toolbox, terms: list[Term], outcomes: list[SearchOutcome]
+) -> list[Evidence]:
     n_files = max(1, len(toolbox.snapshot.files))
     scores: dict[str, float] = {}
     best_line: dict[str, tuple[float, int, str]] = {}
@@ -171,7 +173,9 @@ def rank_evidence(toolbox: Toolbox, terms: list[Term], outcomes: list[SearchOutc
         weight = idf * (1.6 if term.exact else 1.0)
         for fh in outcome.files:
             top = fh.hits[0]
-            contribution = weight * (0.5 + min(top.score, 2.5)) * (1 + 0.3 * math.log1p(len(fh.hits)))
+            contribution = (
+                weight * (0.5 + min(top.score, 2.5)) * (1 + 0.3 * math.log1p(len(fh.hits)))
+            )
             scores[fh.path] = scores.get(fh.path, 0.0) + contribution
             matched_terms.setdefault(fh.path, []).append(term.label)
             for h in fh.hits[:20]:
@@ -205,7 +209,9 @@ class SearchOnlyResult:
     searches: list[str]
 
 
-def answer(question: str, toolbox: Toolbox, *, reason: str = "no model key is configured") -> SearchOnlyResult:
+def answer(
+    question: str, toolbox: Toolbox, *, reason: str = "no model key is configured"
+) -> SearchOnlyResult:
     """Rank the evidence for `question` and write it up, clearly labelled as not a model's answer."""
     terms = question_terms(question)
     sha = toolbox.snapshot.short_sha
@@ -235,7 +241,9 @@ def answer(question: str, toolbox: Toolbox, *, reason: str = "no model key is co
     pairs = [(t, o) for t, o in zip(terms, results, strict=True) if o is not None]
     for _, o in pairs:
         toolbox.searches.append(o.describe())
-        toolbox.notify(f"searched {o.describe()}: {o.total_matches} matches in {o.total_files} files")
+        toolbox.notify(
+            f"searched {o.describe()}: {o.total_matches} matches in {o.total_files} files"
+        )
     evidence = rank_evidence(toolbox, [t for t, _ in pairs], [o for _, o in pairs])[:TOP_FILES]
     if not evidence:
         return SearchOnlyResult(
@@ -249,7 +257,9 @@ def answer(question: str, toolbox: Toolbox, *, reason: str = "no model key is co
         rows.append(f"{i}. `{ev.path}:{ev.line}` (matches {', '.join(dict.fromkeys(ev.terms))})")
         rows.append("```\n" + snippet + "\n```")
     rows.append("Read these to confirm; a model-backed answer would follow the trail further.")
-    safe = toolbox.gate.apply("\n".join(rows))  # snippets are repository text: same gate as any tool
+    safe = toolbox.gate.apply(
+        "\n".join(rows)
+    )  # snippets are repository text: same gate as any tool
     return SearchOnlyResult(safe.text, evidence, [o.describe() for _, o in pairs])
 
 

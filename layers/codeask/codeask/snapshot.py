@@ -90,17 +90,25 @@ class Snapshot:
         if p in ("", ".", "./"):
             return ""
         if p.startswith("~"):
-            raise ToolRefused(f"{path!r}: home-relative paths are not allowed; paths are relative to the repository root")
+            raise ToolRefused(
+                f"{path!r}: home-relative paths are not allowed; paths are relative to the repository root"
+            )
         if p.startswith("/") or (len(p) > 1 and p[1] == ":"):
-            raise ToolRefused(f"{path!r}: absolute paths are not allowed; paths are relative to the repository root")
+            raise ToolRefused(
+                f"{path!r}: absolute paths are not allowed; paths are relative to the repository root"
+            )
         while p.startswith("./"):
             p = p[2:]
         parts = [s for s in p.split("/") if s not in ("", ".")]
         if ".." in parts:
-            raise ToolRefused(f"{path!r}: '..' is not allowed; paths are relative to the repository root")
+            raise ToolRefused(
+                f"{path!r}: '..' is not allowed; paths are relative to the repository root"
+            )
         rel = "/".join(parts)
         if self.deny.is_denied(rel):
-            raise ToolRefused(f"{rel!r} is on the deny-list of secret-shaped paths and cannot be read")
+            raise ToolRefused(
+                f"{rel!r} is on the deny-list of secret-shaped paths and cannot be read"
+            )
         return rel
 
     def resolve(self, path: str) -> tuple[str, Path]:
@@ -109,7 +117,9 @@ class Snapshot:
         target = self.root / rel if rel else self.root
         real = Path(os.path.realpath(target))
         if real != self.root and not str(real).startswith(str(self.root) + os.sep):
-            raise ToolRefused(f"{rel!r} points outside the repository (a symlink) and cannot be read")
+            raise ToolRefused(
+                f"{rel!r} points outside the repository (a symlink) and cannot be read"
+            )
         if real != target:
             # A symlink inside the tree to a denied file is still denied.
             inner = str(real)[len(str(self.root)) + 1 :]

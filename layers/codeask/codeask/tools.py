@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from codeask.errors import CodeaskError, ToolRefused
@@ -265,8 +265,11 @@ class Toolbox:
             shown += block[1]
             shown_files += 1
         rest = o.files[shown_files:]
-        complete = not rest and not o.stopped_early and not o.timed_out and all(
-            len(f.hits) <= SEARCH_HITS_PER_FILE for f in o.files[:shown_files]
+        complete = (
+            not rest
+            and not o.stopped_early
+            and not o.timed_out
+            and all(len(f.hits) <= SEARCH_HITS_PER_FILE for f in o.files[:shown_files])
         )
         head = f"{o.total_matches} matches in {o.total_files} files for {where}"
         if o.stopped_early:
@@ -309,7 +312,9 @@ class Toolbox:
         for i, hit in enumerate(sorted(shown_hits, key=lambda h: h.line)):
             text = hit.text
             if lines is not None and 1 <= hit.line <= len(lines):
-                text = lines[hit.line - 1]  # masked view: a key body line never shows, even as a hit
+                text = lines[
+                    hit.line - 1
+                ]  # masked view: a key body line never shows, even as a hit
             scope = enclosing_scope(lines, hit.line) if lines else None
             if scope and scope not in seen_scope:
                 rows.append(f"  in {scope}")
@@ -332,7 +337,9 @@ class Toolbox:
     def _read_file(self, args: dict[str, Any]) -> str:
         rel, real = self.snapshot.resolve(args["path"])
         if not rel or real.is_dir():
-            raise ToolRefused(f"{args['path']!r} is a directory; use list_files to see what is in it")
+            raise ToolRefused(
+                f"{args['path']!r} is a directory; use list_files to see what is in it"
+            )
         if not real.is_file():
             raise ToolRefused(
                 f"no file {rel!r} at {self.snapshot.short_sha}; use list_files or search_code to "
