@@ -126,7 +126,7 @@ def test_bad_input_exits_2_with_a_clear_message(
 
 
 def test_unreachable_remote_without_a_mirror_exits_3(env: dict[str, str]) -> None:
-    from tests.conftest import free_port
+    from conftest import free_port
 
     url = f"git://127.0.0.1:{free_port()}/nothing.git"
     done = codeask("ask", "--repo", url, "where is anything?", env=env)
@@ -150,8 +150,9 @@ def test_unreachable_remote_with_a_mirror_answers_marked_stale(
 
 
 def test_tool_prints_exactly_what_the_model_receives(repo, env: dict[str, str]) -> None:
+    # the documented order: options before the JSON arguments
     done = codeask(
-        "tool", "search_code", '{"pattern": "def retry_job"}', "--repo", str(repo.path), env=env
+        "tool", "search_code", "--repo", str(repo.path), '{"pattern": "def retry_job"}', env=env
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("1 matches in 1 files for `def retry_job`")

@@ -6,7 +6,9 @@ import multiprocessing
 import os
 import re
 import signal
+import socket
 import stat
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -778,3 +780,20 @@ def test_a_mirror_that_cannot_be_opened_is_rebuilt(
     # Then the mirror is rebuilt and the answer is current
     assert (result.fetched, result.sha) == (True, work.head())
     assert pygit2.Repository(str(mirror)).is_bare
+
+
+def test_a_remote_that_accepts_but_never_answers_times_out(tmp_path: Path) -> None:
+    # Given a "git server" that accepts connections and then says nothing
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    held: list[object] = []
+    threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
+    store = MirrorStore(tmp_path / "m", tmp_path / "s", DenyList(), network_timeout_s=1.0)
+    started = time.monotonic()
+    # When a sync needs it
+    with pytest.raises(RepoUnavailable, match="timed out"):
+        store.sync(RepoSpec.parse(f"git://127.0.0.1:{srv.getsockname()[1]}/x.git"))
+    # Then it gives up at the configured timeout rather than hanging on TCP
+    assert time.monotonic() - started < 30
+    srv.close()

@@ -45,7 +45,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    # `codeask tool NAME --repo R 'JSON'`: argparse leaves a positional after an option unclaimed.
+    if args.command == "tool" and args.args == "{}" and len(extra) == 1:
+        args.args = extra.pop()
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command == "ask":
             return _ask(args)

@@ -252,7 +252,12 @@ class MirrorStore:
         lock_timeout_s: float = 120.0,
         snapshots_keep: int = 3,
         callbacks_factory: CallbacksFactory | None = None,
+        network_timeout_s: float = 20.0,
     ) -> None:
+        # libgit2's timeouts are process-wide; without them a blackholed host hangs until TCP gives up.
+        ms = max(1, int(network_timeout_s * 1000))
+        pygit2.settings.server_connect_timeout = ms
+        pygit2.settings.server_timeout = ms
         self.mirror_root = Path(mirror_root).absolute()
         self.snapshot_root = Path(snapshot_root).absolute()
         self.deny = deny
@@ -270,6 +275,7 @@ class MirrorStore:
             DenyList(settings.deny_paths),
             lock_timeout_s=settings.lock_timeout_s,
             snapshots_keep=settings.snapshots_keep,
+            network_timeout_s=settings.git_timeout_s,
         )
 
     # ---- public API -------------------------------------------------------------------------

@@ -421,20 +421,23 @@ def _is_secret_literal(value: str, *, quoted: bool, bare_literal: bool, password
     # ("X-Auth-Token", "AccessTokenType") do not.
     if not any(c.isdigit() for c in value) and _PLAIN.issuperset(value):
         return False
-    # Human-chosen passwords are not random but are still secret; for every other name, class
-    # switches separate keys from names with a digit in them ("gpt2-medium", "base64url").
-    return password or _class_switches(sample) >= 3
+    # Class switches separate keys from names with a digit in them ("gpt2-medium",
+    # "base64url"). Human-chosen passwords are not random but are still secret, so a
+    # password-named value needs less: a symbol or two switches ("hunter22x", not "password_0").
+    if password and not _PLAIN.issuperset(value):
+        return True
+    return _class_switches(sample) >= (2 if password else 3)
 
 
 def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
     """Whether an unquoted value is a literal by its syntax: `.env`/properties/YAML lines and
     `--flag=value`, as opposed to code where a bare word is an expression."""
-    line_end = text.find("\n", m.end())
-    if _LINE_TAIL.fullmatch(text, m.end(), len(text) if line_end < 0 else line_end) is None:
-        return False
     lead = text[text.rfind("\n", 0, name_start) + 1 : name_start]
     if lead.endswith("--"):
         return True
+    line_end = text.find("\n", m.end())
+    if _LINE_TAIL.fullmatch(text, m.end(), len(text) if line_end < 0 else line_end) is None:
+        return False
     if _LINE_LEAD.fullmatch(lead) is None:
         return False
     if m.group("op") == ":":

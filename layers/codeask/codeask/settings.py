@@ -58,6 +58,7 @@ class Settings:
     rg_path: str | None = None
     search_timeout_s: float = 10.0
     lock_timeout_s: float = 120.0
+    git_timeout_s: float = 20.0
     snapshots_keep: int = 3
     anthropic_api_key: str | None = field(default=None, repr=False)
     model: str = "claude-sonnet-5"
@@ -80,6 +81,7 @@ class Settings:
             rg_path=rg_path,
             search_timeout_s=_float(env, "CODEASK_SEARCH_TIMEOUT_S", 10.0),
             lock_timeout_s=_float(env, "CODEASK_LOCK_TIMEOUT_S", 120.0),
+            git_timeout_s=_float(env, "CODEASK_GIT_TIMEOUT_S", 20.0),
             snapshots_keep=_int(env, "CODEASK_SNAPSHOTS_KEEP", 3),
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             model=env.get("CODEASK_MODEL") or "claude-sonnet-5",
