@@ -21,7 +21,7 @@ venv: $(STAMP)
 ask: $(STAMP)
 	$(BIN)/codeask ask --repo '$(REPO)' $(ASK_ARGS) "$(Q)"
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

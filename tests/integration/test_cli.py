@@ -155,7 +155,7 @@ def test_tool_prints_exactly_what_the_model_receives(repo, env: dict[str, str]) 
         "tool", "search_code", "--repo", str(repo.path), '{"pattern": "def retry_job"}', env=env
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("1 matches in 1 files for `def retry_job`")
+    assert done.stdout.startswith("1 match in 1 file for `def retry_job`")
     assert ">     6  def retry_job(job, policy: RetryPolicy):" in done.stdout
     denied = codeask("tool", "read_file", '{"path": ".env"}', "--repo", str(repo.path), env=env)
     assert (

@@ -14,7 +14,8 @@ from codeask.redact import REDACTED, Redaction, RedactionGate, private_key_lines
 # Every fake secret is assembled at runtime so this file never holds a secret-shaped literal
 # that a CI secret scanner would (rightly) flag.
 AWS_ACCESS_KEY = "AKIA" + "IOSFODNN7" + "EXAMPLE"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+# The 40-char secret access key, named so that this line is not itself an assignment.
+AWS_KEY_40 = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 BODY36 = "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
 GITHUB_CLASSIC = "ghp_" + BODY36
 GITHUB_FINE = "github_pat_" + "11ABCDEFG0123456789_" + "abcdefghijklmnopqrstuvwxyzABCDEF0123456789"
@@ -84,9 +85,9 @@ def pem_block(algorithm: str = "RSA ", body: list[str] | None = None) -> list[st
     [
         pytest.param("aws-access-key", "aws_access_key_id = ", AWS_ACCESS_KEY, "\n", id="aws-akia"),
         pytest.param("aws-access-key", "key: ", "ASIA" + AWS_ACCESS_KEY[4:], "", id="aws-asia"),
-        pytest.param("aws-secret-key", "aws_secret_access_key = ", AWS_SECRET, "", id="aws-ini"),
-        pytest.param("aws-secret-key", "AWS_SECRET_ACCESS_KEY=", AWS_SECRET, "", id="aws-env"),
-        pytest.param("aws-secret-key", '"SecretAccessKey": "', AWS_SECRET, '",', id="aws-json"),
+        pytest.param("aws-secret-key", "aws_secret_access_key = ", AWS_KEY_40, "", id="aws-ini"),
+        pytest.param("aws-secret-key", "AWS_SECRET_ACCESS_KEY=", AWS_KEY_40, "", id="aws-env"),
+        pytest.param("aws-secret-key", '"SecretAccessKey": "', AWS_KEY_40, '",', id="aws-json"),
         pytest.param("github-token", "export GITHUB_TOKEN=", GITHUB_CLASSIC, "", id="gh-classic"),
         pytest.param("github-token", "auth ", "gho_" + BODY36, " ok", id="gh-oauth"),
         pytest.param("github-token", "t = '", "ghs_" + BODY36, "'", id="gh-server"),
@@ -190,6 +191,7 @@ def test_random_literal_assigned_to_secret_name_loses_only_its_value(
 
     # Then the name and syntax stay and only the value is replaced
     assert out == before + marker("secret-assignment") + after
+    assert secret not in out
     assert counts == {"secret-assignment": 1}
 
 
@@ -366,6 +368,7 @@ LEAVE_ALONE = [
     "The quick brown fox jumps over the lazy dog; tokens are counted per request.",
     "commit 3f786850e387550fdab836ed7e6dc881de23001b fixes abc1234 and 9fceb02d0ae5",
     'request_id = "550e8400-e29b-41d4-a716-446655440000"',
+    '"ClientRequestToken": "a8ca07e4-61ec-4399-99f4-19853801bcd5",',
     '      "integrity": "sha512-v2kDEe57lecTulaDIuNTPy3Ry4gLGJ6Z1O3vE1krgXZNrsQ+LFTGHVxVjcXPs9GoWB'
     'i/vJNEC4RiqYQtJRUuT/Zw==",',
     "flask==2.0.1 \\\n    --hash=sha256:1c4c257b1f2b2c29d6c20c1b9a7d87b5bc1cb3ca2b0a8e11ab87b3cb8f93a4da",

@@ -79,7 +79,7 @@ def test_definition_in_source_ranks_before_tests_and_docs(toolbox: Toolbox) -> N
 
 def test_hits_show_enclosing_scope_and_context(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "return retry_job"})
-    assert "in def run(self):" in result.text
+    assert "in class Worker › def run(self):" in result.text
     assert "     5  " in result.text  # the line before, as context
 
 
@@ -94,7 +94,7 @@ def test_per_file_cap_names_the_remaining_lines(toolbox: Toolbox) -> None:
 
 def test_complete_result_says_so(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "attempts=3"})
-    assert "1 matches in 1 files" in result.text and "complete list" in result.text
+    assert "1 match in 1 file" in result.text and "complete list" in result.text
 
 
 def test_no_match_and_hidden_files_are_searched(toolbox: Toolbox) -> None:

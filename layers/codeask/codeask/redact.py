@@ -354,6 +354,9 @@ _PASSWORDISH = re.compile(r"pass(?:w(?:or)?d|phrase)|pwd")
 _NAME_CHARS = _ALNUM | frozenset("_.-")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _DOTTED_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_TEMPLATE = re.compile(r"\{[\w.]*\}|\{\{|%\(\w+\)s")
 _PLACEHOLDER_WORDS = frozenset(
     {"none", "null", "nil", "true", "false", "undefined", "password", "changeme", "redacted"}
 )
@@ -403,15 +406,19 @@ def _is_secret_literal(value: str, *, quoted: bool, bare_literal: bool, password
     low = value.lower()
     if low in _PLACEHOLDER_WORDS or any(h in low for h in _PLACEHOLDER_HINTS):
         return False
-    if value[0] in "$%" or "${" in value or "{{" in value or "://" in value:
+    if value[0] in "$%" or "${" in value or _TEMPLATE.search(value) or "://" in value:
         return False  # references and templates, not values; URL passwords have their own rule
     if value.startswith(("/", "./", "../", "~/")) or any(c.isspace() for c in value):
         return False  # paths and prose
     if _DOTTED_IDENT.fullmatch(value):
         return False  # settings.token, django.contrib.auth.backends.ModelBackend
+    if _UUID.fullmatch(value) or _DATE.match(value):
+        return False  # request ids, idempotency tokens, "LastAuthenticated" timestamps
+    if (not quoted or not password) and not _CODE_CHARS.isdisjoint(value):
+        # Bare: os.environ["X"], get_secret(...). Quoted: "Jobs[-1].JobId"; keys and tokens
+        # are base64/hex and never hold brackets, only human-chosen passwords might.
+        return False
     if not quoted:
-        if not _CODE_CHARS.isdisjoint(value):
-            return False  # os.environ["X"], get_secret(...)
         if not bare_literal and _IDENT.fullmatch(value):
             return False  # in code a bare identifier is a variable, whatever it looks like
     sample = value[:_SAMPLE]
@@ -454,6 +461,8 @@ def _assignment_spans(text: str, low: str) -> Iterator[Span]:
             quoted = m.group("q") is not None
             group = "qv" if quoted else "uv"
             start, end = m.span(group)
+            if not quoted and m.group("op") == ":" and start == m.end("op"):
+                continue  # `secretsmanager:GetSecretValue`, ARNs: a colon with no space is not YAML
             if start in seen:
                 continue  # auth_token is found by both "auth" and "token"
             seen.add(start)

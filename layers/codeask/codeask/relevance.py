@@ -135,22 +135,46 @@ def is_licence_header(line_no: int, text: str) -> bool:
     return line_no <= 40 and _LICENCE_RE.search(text) is not None
 
 
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
 def enclosing_scope(lines: list[str], line_no: int) -> str | None:
-    """The nearest def/class/function above `line_no` (1-based) that encloses it by indentation."""
+    """The def/class that encloses line `line_no` (1-based), with its class for a method.
+
+    Walks up through the hit's ancestors only: a line indented less than everything seen so far
+    opens a block the hit is in; deeper lines belong to siblings (an earlier nested helper) and
+    are skipped.
+    """
     if not 1 <= line_no <= len(lines):
         return None
-    target = lines[line_no - 1]
-    indent = len(target) - len(target.lstrip())
-    if _SCOPE_RE.match(target):
-        indent += 1  # the hit is itself a definition: report what encloses it
-    for i in range(line_no - 2, max(-1, line_no - 2000), -1):
+    ceiling = _indent(lines[line_no - 1])
+    found: list[str] = []
+    for i in range(line_no - 2, max(-1, line_no - 3000), -1):
         text = lines[i]
-        if not text.strip():
+        if not text.strip() or ceiling == 0:
+            if ceiling == 0:
+                break
             continue
+        indent = _indent(text)
+        if indent >= ceiling:
+            continue
+        ceiling = indent
         m = _SCOPE_RE.match(text)
-        if m and len(m.group(1)) < indent:
-            return text.strip()[:80]
-    return None
+        if m is None:
+            continue
+        if not found:
+            found.append(text.strip()[:80])
+            if not text.lstrip().startswith(("def ", "async def ", "fn ", "func ", "function ")):
+                break  # a class or type: that is the whole answer
+        else:
+            first = text.split()[0]
+            kind = (
+                first if first in ("class", "def", "fn", "func", "impl", "struct", "trait") else ""
+            )
+            found.insert(0, f"{kind} {m.group(2)}".strip())
+            break
+    return " › ".join(found) if found else None
 
 
 _WORD = re.compile(r"[A-Za-z0-9_]")

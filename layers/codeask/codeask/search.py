@@ -91,12 +91,12 @@ def search(
     compiled = python_pattern(pattern)
     by_file: dict[str, FileHits | None] = {}
     for m in run.matches:
-        fh = by_file.get(m.path, False)
-        if fh is False:
+        if m.path not in by_file:
             # rg already skipped denied globs; this is the second lock on the same door.
-            fh = by_file[m.path] = (
+            by_file[m.path] = (
                 None if snapshot.deny.is_denied(m.path) else FileHits(m.path, path_kind(m.path))
             )
+        fh = by_file[m.path]
         if fh is None:
             continue
         span = None

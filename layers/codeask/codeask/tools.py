@@ -21,6 +21,7 @@ SEARCH_MAX_CHARS = 9000
 SEARCH_MAX_HITS = 40
 SEARCH_HITS_PER_FILE = 5
 SEARCH_CONTEXT_HITS = 12  # the best hits get a line of context either side
+DEFINITION_CONTEXT = 3  # lines shown after a definition hit
 READ_MAX_LINES = 300
 READ_MAX_CHARS = 24000
 LINE_MAX_CHARS = 400
@@ -271,7 +272,7 @@ class Toolbox:
             and not o.timed_out
             and all(len(f.hits) <= SEARCH_HITS_PER_FILE for f in o.files[:shown_files])
         )
-        head = f"{o.total_matches} matches in {o.total_files} files for {where}"
+        head = f"{_count(o.total_matches, 'match', 'matches')} in {_count(o.total_files, 'file')} for {where}"
         if o.stopped_early:
             head = f"{o.total_matches}+ matches (search stopped early) in {o.total_files}+ files for {where}"
         if o.timed_out:
@@ -308,23 +309,31 @@ class Toolbox:
         if n > len(shown_hits):
             header += f", best {len(shown_hits)} shown"
         rows = [header]
+        hit_lines = {h.line: h for h in shown_hits}
+        wanted: set[int] = set(hit_lines)
+        if context and lines is not None:
+            for h in sorted(shown_hits, key=lambda h: h.line)[:3]:
+                after = DEFINITION_CONTEXT if h.definition else 1  # a signature wants its docstring
+                wanted.update(range(max(1, h.line - 1), min(len(lines), h.line + after) + 1))
+        groups: list[list[int]] = []
+        for line_no in sorted(wanted):
+            if groups and line_no == groups[-1][-1] + 1:
+                groups[-1].append(line_no)
+            else:
+                groups.append([line_no])
         seen_scope: set[str] = set()
-        for i, hit in enumerate(sorted(shown_hits, key=lambda h: h.line)):
-            text = hit.text
-            if lines is not None and 1 <= hit.line <= len(lines):
-                text = lines[
-                    hit.line - 1
-                ]  # masked view: a key body line never shows, even as a hit
-            scope = enclosing_scope(lines, hit.line) if lines else None
+        for group in groups:
+            first_hit = next(x for x in group if x in hit_lines)
+            scope = enclosing_scope(lines, first_hit) if lines else None
             if scope and scope not in seen_scope:
                 rows.append(f"  in {scope}")
                 seen_scope.add(scope)
-            want_ctx = context and lines is not None and i < 3
-            if want_ctx and hit.line - 1 >= 1 and lines is not None:
-                rows.append(f"    {hit.line - 1:>5}  {_clip(lines[hit.line - 2])}")
-            rows.append(f"  > {hit.line:>5}  {_clip(text)}")
-            if want_ctx and lines is not None and hit.line < len(lines):
-                rows.append(f"    {hit.line + 1:>5}  {_clip(lines[hit.line])}")
+            for line_no in group:
+                text = hit_lines[line_no].text if line_no in hit_lines else ""
+                if lines is not None and 1 <= line_no <= len(lines):
+                    text = lines[line_no - 1]  # the masked view: a key body line never shows
+                mark = ">" if line_no in hit_lines else " "
+                rows.append(f"  {mark} {line_no:>5}  {_clip(text)}")
         if n > len(shown_hits):
             others = sorted(h.line for h in fh.hits[SEARCH_HITS_PER_FILE:])
             listed = ", ".join(str(x) for x in others[:25])
@@ -406,6 +415,10 @@ class Toolbox:
         if len(files) <= LIST_MAX_ENTRIES:
             return head + ":\n" + "\n".join(files)
         return head + "; too many to list, so by directory:\n" + _summarise(files, prefix)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _summarise(files: list[str], prefix: str) -> str:
