@@ -8,7 +8,11 @@ REPO ?= .
 Q ?= Where are the paths cited in an answer checked against the snapshot?
 ASK_ARGS ?=
 
-.PHONY: ask test lint bench venv clean
+SAM_VENV := .venv-sam
+SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed
+
+.PHONY: ask test lint bench venv sam-build clean
 
 $(STAMP): pyproject.toml layers/codeask/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "codeask needs Python 3.11+; set PYTHON=python3.11")'
@@ -21,8 +25,23 @@ venv: $(STAMP)
 ask: $(STAMP)
 	$(BIN)/codeask ask --repo '$(REPO)' $(ASK_ARGS) "$(Q)"
 
-test: lint
+test: lint sam-build
 	$(BIN)/python -m pytest -q
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0
+	@touch $@
+
+# The template must lint clean and every layer must build; tests then inspect .aws-sam/build.
+# sam build for python3.13 needs a working python3.13 on PATH; on pyenv machines, take pyenv's.
+sam-build: $(SAM_STAMP)
+	$(SAM) validate --lint
+	@py313=$$(command -v python3.13 2>/dev/null || true); \
+	if [ -z "$$py313" ] || ! "$$py313" -V >/dev/null 2>&1; then \
+	  prefix=$$(pyenv prefix 3.13.0 2>/dev/null) && export PATH="$$prefix/bin:$$PATH"; \
+	fi; \
+	set -x; $(SAM) build
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -33,4 +52,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

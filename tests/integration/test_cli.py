@@ -175,3 +175,13 @@ def test_verify_flags_invented_paths(repo, env: dict[str, str]) -> None:
     assert "✗ utils/validation.py" in done.stdout and "no such file" in done.stdout
     good = codeask("verify", "--repo", str(repo.path), env=env, stdin="See billing/policy.py:1-5.")
     assert good.returncode == 0 and "verified" in good.stdout
+
+
+def test_credentials_in_a_remote_url_are_never_printed(env: dict[str, str]) -> None:
+    from conftest import free_port
+
+    url = f"http://x-access-token:{'ghp_' + 'S3cr3tT0ken' * 4}@127.0.0.1:{free_port()}/acme/x.git"
+    done = codeask("ask", "--repo", url, "where is anything?", env=env)
+    assert done.returncode == 3
+    assert "S3cr3tT0ken" not in done.stdout + done.stderr
+    assert "127.0.0.1" in done.stderr

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from codeask import search_only
-from codeask.mirror import MirrorStore, RepoSpec, StaleNote
+from codeask.mirror import MirrorStore, RepoSpec, StaleNote, redact_url
 from codeask.permalinks import commit_link
 from codeask.redact import RedactionGate
 from codeask.settings import Settings
 from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
 from codeask.verify import Verification, verify_answer, warning_text
-
-
-def display_url(url: str) -> str:
-    """A remote URL safe to show: any user:token@ part is dropped."""
-    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url)
 
 
 @dataclass
@@ -51,7 +45,7 @@ class Answer:
             "repos": [
                 {
                     "name": repo.name,
-                    "url": display_url(repo.url),
+                    "url": repo.url,  # credentials already stripped
                     "branch": self.branch,
                     "sha": self.snapshot.sha,
                     "commit_url": commit_link(repo.url, self.snapshot.sha),
@@ -94,7 +88,7 @@ def ask(
     started = time.monotonic()
     store = store or MirrorStore.from_settings(settings)
     notify = on_event or (lambda _msg: None)
-    notify(f"syncing {spec.name} ({display_url(spec.url)})")
+    notify(f"syncing {spec.name} ({redact_url(spec.url)})")
     synced = store.sync(spec)
     t_sync = time.monotonic()
     notify(

@@ -57,7 +57,7 @@ _TRACKING = "refs/remotes/origin/"
 _GIT_LOCKS = ("packed-refs.lock", "shallow.lock", "FETCH_HEAD.lock", "config.lock")
 
 
-def _redact(url: str) -> str:
+def redact_url(url: str) -> str:
     """The URL without credentials, safe for messages, state files and permalinks."""
     if "://" not in url:
         return url
@@ -133,11 +133,11 @@ class RepoSpec:
             parts = urlsplit(raw)
             parts.port  # noqa: B018 -- raises on a malformed port
         except ValueError as exc:
-            raise BadInput(f"{_redact(raw)!r} is not a valid URL: {exc}") from None
+            raise BadInput(f"{redact_url(raw)!r} is not a valid URL: {exc}") from None
         scheme = parts.scheme.lower()
         if scheme not in _SCHEMES:
             raise BadInput(
-                f"{_redact(raw)!r}: unsupported URL scheme {parts.scheme!r}; "
+                f"{redact_url(raw)!r}: unsupported URL scheme {parts.scheme!r}; "
                 f"use one of {', '.join(s + '://' for s in _SCHEMES)}"
             )
         if scheme == "file":
@@ -146,9 +146,9 @@ class RepoSpec:
             _open_local_repo(Path(unquote(parts.path)), raw)
             return raw, _name_from(unquote(parts.path))
         if not parts.hostname:
-            raise BadInput(f"{_redact(raw)!r} has no host name")
+            raise BadInput(f"{redact_url(raw)!r} has no host name")
         if parts.path.strip("/") in ("", ".git"):
-            raise BadInput(f"{_redact(raw)!r} has no repository path after the host")
+            raise BadInput(f"{redact_url(raw)!r} has no repository path after the host")
         return raw, _name_from(parts.path)
 
     @staticmethod
@@ -169,7 +169,9 @@ class RepoSpec:
         return b
 
     def ref(self, resolved_branch: str | None = None) -> RepoRef:
-        return RepoRef(name=self.name, url=_redact(self.url), branch=resolved_branch or self.branch)
+        return RepoRef(
+            name=self.name, url=redact_url(self.url), branch=resolved_branch or self.branch
+        )
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ class MirrorStore:
     def mirror_dir(self, spec: RepoSpec) -> Path:
         """Where the bare mirror of `spec` lives; the URL hash keeps same-named repos apart."""
         safe = re.sub(r"[^A-Za-z0-9._-]+", "-", spec.name).strip(".-")[:40] or "repo"
-        digest = hashlib.sha256(_redact(spec.url).encode()).hexdigest()[:10]
+        digest = hashlib.sha256(redact_url(spec.url).encode()).hexdigest()[:10]
         return self.mirror_root / f"{safe}-{digest}"
 
     def sync(self, spec: RepoSpec) -> SyncResult:
@@ -313,7 +315,7 @@ class MirrorStore:
             raise BadInput(f"{sha!r} is not a commit SHA")
         mdir = self.mirror_dir(spec)
         if not mdir.is_dir():
-            raise BadInput(f"there is no mirror of {spec.name} ({_redact(spec.url)}) yet")
+            raise BadInput(f"there is no mirror of {spec.name} ({redact_url(spec.url)}) yet")
         repo = self._open(mdir)
         try:
             obj = repo.get(want)
@@ -411,7 +413,7 @@ class MirrorStore:
         locked: bool = False,
     ) -> _Head:
         """Serve what the mirror already has, marked stale, or explain that there is nothing."""
-        shown = _redact(spec.url)
+        shown = redact_url(spec.url)
         if why.reason != "another sync held the lock":
             self._note_error(mdir, why.reason, locked=locked)
             if strict:
@@ -431,7 +433,7 @@ class MirrorStore:
         return _Head(str(sha), branch, False, StaleNote(str(sha), as_of, why.reason))
 
     def _reason(self, spec: RepoSpec, exc: BaseException) -> str:
-        return _first_line(exc).replace(spec.url, _redact(spec.url))
+        return _first_line(exc).replace(spec.url, redact_url(spec.url))
 
     def _open(self, mdir: Path) -> pygit2.Repository:
         repos = _PROCESS.repos()
@@ -538,7 +540,7 @@ class MirrorStore:
     def _record(self, spec: RepoSpec, mdir: Path, branch: str, sha: str) -> None:
         """Note a successful sync; the caller holds the mirror lock."""
         state = self._read_state(mdir)
-        state["url"] = _redact(spec.url)
+        state["url"] = redact_url(spec.url)
         if spec.branch is None:
             state["default_branch"] = branch
         branches = state.setdefault("branches", {})
@@ -712,7 +714,7 @@ def _pick_branch(spec: RepoSpec, heads: list[Any]) -> tuple[str, pygit2.Oid]:
             head = h
         elif h.name and h.name.startswith("refs/heads/"):
             branches[h.name[len("refs/heads/") :]] = h.oid
-    shown = _redact(spec.url)
+    shown = redact_url(spec.url)
     if spec.branch is not None:
         if spec.branch in branches:
             return spec.branch, branches[spec.branch]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import select
 import shutil
 import signal
@@ -40,6 +41,7 @@ def find_rg(configured: str | None = None) -> str:
     """The ripgrep binary: RG_PATH, then the Lambda layer, then beside this Python, then PATH."""
     candidates = [
         configured,
+        f"/opt/bin/rg-{platform.machine()}",  # the layer ships both architectures
         "/opt/bin/rg",
         str(Path(sys.executable).parent / "rg"),
         shutil.which("rg"),
