@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from codeask import search_only
+from codeask.agent import Budget, Turn, run_loop
+from codeask.errors import BadInput
 from codeask.mirror import MirrorStore, RepoSpec, StaleNote, redact_url
+from codeask.model import ModelUnavailable, Usage, make_client, price_for, prices
 from codeask.permalinks import commit_link
 from codeask.redact import RedactionGate
 from codeask.settings import Settings
@@ -31,6 +35,8 @@ class Answer:
     usage: dict[str, Any] = field(default_factory=dict)
     stale: StaleNote | None = None
     redactions: dict[str, int] = field(default_factory=dict)
+    stopped_early: str | None = None
+    model: str | None = None
 
     @property
     def warning(self) -> str | None:
@@ -42,6 +48,8 @@ class Answer:
             "question": self.question,
             "answer": self.text,
             "mode": self.mode,
+            "model": self.model,
+            "stopped_early": self.stopped_early,
             "repos": [
                 {
                     "name": repo.name,
@@ -76,6 +84,38 @@ class Answer:
         }
 
 
+_LATEST_RE = re.compile(
+    r"\b(latest|newest|most recent|up[- ]to[- ]date|current (?:main|master|head|code|version)|"
+    r"(?:on|at|from) (?:main|master|head)|now)\b",
+    re.IGNORECASE,
+)
+
+
+def wants_latest(question: str) -> bool:
+    """Whether a follow-up asks to re-read the newest code rather than the commit the thread read."""
+    return _LATEST_RE.search(question) is not None
+
+
+def _checkout(
+    spec: RepoSpec,
+    store: MirrorStore,
+    history: list[Turn],
+    question: str,
+    notify: Callable[[str], None],
+) -> tuple[Snapshot, str, StaleNote | None, bool, dict[str, float]]:
+    """The snapshot to read: the thread's commit for a follow-up, else the remote's head."""
+    if history and not wants_latest(question):
+        sha = history[-1].sha
+        try:
+            snap = store.snapshot_at(spec, sha)
+            notify(f"follow-up: reading the thread's commit {sha[:7]}")
+            return snap, spec.branch or "(pinned)", None, False, {}
+        except BadInput:
+            notify(f"the thread's commit {sha[:7]} is gone from the mirror; reading the latest")
+    synced = store.sync(spec)
+    return synced.snapshot, synced.branch, synced.stale, synced.fetched, synced.timings_ms
+
+
 def ask(
     question: str,
     spec: RepoSpec,
@@ -83,59 +123,107 @@ def ask(
     *,
     store: MirrorStore | None = None,
     on_event: Callable[[str], None] | None = None,
+    history: list[Turn] | None = None,
+    deadline: float | None = None,
+    client: Any = None,
 ) -> Answer:
-    """Answer `question` about `spec` at the remote's current head (or the last good mirror)."""
+    """Answer `question` about `spec`; `deadline` is a time.monotonic() value (Lambda's, minus a margin)."""
     started = time.monotonic()
+    if deadline is None and settings.deadline_s is not None:
+        deadline = started + settings.deadline_s
     store = store or MirrorStore.from_settings(settings)
     notify = on_event or (lambda _msg: None)
+    history = list(history or [])
     notify(f"syncing {spec.name} ({redact_url(spec.url)})")
-    synced = store.sync(spec)
+    snapshot, branch, stale, fetched, sync_timings = _checkout(
+        spec, store, history, question, notify
+    )
     t_sync = time.monotonic()
     notify(
-        f"{'fetched' if synced.fetched else 'up to date'} at {synced.sha[:7]} "
+        f"{'fetched' if fetched else 'up to date'} at {snapshot.sha[:7]} "
         f"[{(t_sync - started) * 1000:.0f} ms]"
     )
-    if synced.stale:
-        notify(synced.stale.message())
+    if stale:
+        notify(stale.message())
     toolbox = Toolbox(
-        synced.snapshot,
+        snapshot,
         gate=RedactionGate(),
         rg_path=settings.rg_path,
         search_timeout_s=settings.search_timeout_s,
         on_event=on_event,
     )
-    reason = (
-        "no model key is configured"
-        if not settings.anthropic_api_key
-        else "the model loop is not enabled in this build"
-    )
-    result = search_only.answer(question, toolbox, reason=reason)
+    mode = "search-only"
+    usage = Usage()
+    rounds = 0
+    stopped: str | None = None
+    loop_timings: dict[str, float] = {}
+    reason = "no model key is configured"
+    text: str | None = None
+    if settings.has_model:
+        try:
+            result = run_loop(
+                client or make_client(settings),
+                settings.model,
+                toolbox,
+                question,
+                branch=branch,
+                history=history,
+                budget=Budget(
+                    max_rounds=settings.max_rounds,
+                    max_output_tokens=settings.max_output_tokens,
+                    deadline=deadline,
+                    max_cost_usd=settings.max_cost_usd,
+                ),
+                price=price_for(prices(settings), settings.model),
+                on_event=on_event,
+            )
+            mode, usage, rounds, stopped = (
+                "claude",
+                result.usage,
+                result.rounds,
+                result.stopped_early,
+            )
+            loop_timings = {f"loop_{k}": v for k, v in result.timings_ms.items()}
+            text = result.text
+            if stopped and not result.ran_out:
+                text = f"_Stopped early ({_STOP_WORDS[stopped]}), so this answer may be incomplete._\n\n{text}"
+        except ModelUnavailable as e:
+            notify(str(e))
+            reason = f"the model was unavailable: {e}"
+    if text is None:
+        result_so = search_only.answer(question, toolbox, reason=reason)
+        text = result_so.text
     t_answer = time.monotonic()
-    verification = verify_answer(result.text, synced.snapshot)
+    verification = verify_answer(text, snapshot)
     t_verify = time.monotonic()
     return Answer(
         question=question,
-        text=result.text,
-        mode="search-only",
-        snapshot=synced.snapshot,
-        branch=synced.branch,
+        text=text,
+        mode=mode,
+        snapshot=snapshot,
+        branch=branch,
         verification=verification,
         searches=list(toolbox.searches),
-        tool_calls=len(result.searches) + len(toolbox.calls),
+        tool_calls=len(toolbox.calls) + (len(toolbox.searches) if mode == "search-only" else 0),
         timings_ms={
             "sync": (t_sync - started) * 1000,
             "answer": (t_answer - t_sync) * 1000,
             "verify": (t_verify - t_answer) * 1000,
             "total": (t_verify - started) * 1000,
-            **{f"sync_{k}": v for k, v in synced.timings_ms.items()},
+            **{f"sync_{k}": v for k, v in sync_timings.items()},
+            **loop_timings,
         },
-        usage={
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cache_read_tokens": 0,
-            "cache_write_tokens": 0,
-            "cost_usd": 0.0,
-        },  # fmt: skip
-        stale=synced.stale,
+        usage={**usage.as_dict(), "rounds": rounds},
+        stale=stale,
         redactions=toolbox.redactions,
+        stopped_early=stopped,
+        model=settings.model if mode == "claude" else None,
     )
+
+
+_STOP_WORDS = {
+    "rounds": "it reached the tool-call limit",
+    "time": "it ran short of time",
+    "cost": "it reached the cost limit",
+    "output": "it reached the answer-length limit",
+}

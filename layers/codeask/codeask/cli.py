@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--branch", help="branch to read (default: the remote's default branch)")
     ask.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ask.add_argument(
+        "--deadline",
+        type=float,
+        metavar="SECONDS",
+        help="wall-clock budget for the answer (default: CODEASK_DEADLINE_S, else 300)",
+    )
 
     tool = sub.add_parser(
         "tool", help="run one tool and print exactly what the model would receive"
@@ -81,11 +88,15 @@ def _ask(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise BadInput("the question is empty")
     settings = Settings.from_env()
+    if args.deadline is not None and args.deadline <= 0:
+        raise BadInput("--deadline must be a positive number of seconds")
+    started = time.monotonic()
     ans = ask(
         args.question,
         _spec(repos[0], args.branch),
         settings,
         on_event=None if args.quiet else _progress,
+        deadline=started + args.deadline if args.deadline else None,
     )
     if args.json:
         print(json.dumps(ans.to_json(), indent=2, ensure_ascii=False))
@@ -104,6 +115,8 @@ def _ask(args: argparse.Namespace) -> int:
     repo = ans.snapshot.repo
     footer = f"\n{repo.name}@{ans.snapshot.short_sha} ({ans.branch}) · {ans.mode}"
     footer += f" · {ans.tool_calls} tool calls · {ans.timings_ms['total'] / 1000:.1f} s"
+    if ans.mode == "claude":
+        footer += f" · ${ans.usage['cost_usd']:.3f}"
     print(footer)
     if ans.stale:
         print(f"⚠️ {ans.stale.message()}")

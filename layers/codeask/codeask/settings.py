@@ -61,8 +61,21 @@ class Settings:
     git_timeout_s: float = 20.0
     snapshots_keep: int = 3
     anthropic_api_key: str | None = field(default=None, repr=False)
+    anthropic_base_url: str | None = None
+    provider: str = "anthropic"
+    aws_region: str | None = None
+    bedrock_base_url: str | None = None
     model: str = "claude-sonnet-5"
     deadline_s: float | None = None
+    max_rounds: int = 12
+    max_output_tokens: int = 4096
+    max_cost_usd: float = 0.50
+    prices_json: str | None = None
+
+    @property
+    def has_model(self) -> bool:
+        """Whether a model can be called at all; without one, answers are search-only."""
+        return self.provider == "bedrock" or bool(self.anthropic_api_key)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -74,6 +87,13 @@ class Settings:
         if rg_path and not Path(rg_path).is_file():
             raise ConfigError(f"RG_PATH={rg_path!r} is not a file; point it at a ripgrep binary")
         deadline = env.get("CODEASK_DEADLINE_S", "").strip()
+        provider = (env.get("CODEASK_PROVIDER") or "anthropic").strip().lower()
+        if provider not in ("anthropic", "bedrock"):
+            raise ConfigError(
+                f"CODEASK_PROVIDER must be 'anthropic' or 'bedrock', got {provider!r}"
+            )
+        if provider == "bedrock" and not (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):
+            raise ConfigError("CODEASK_PROVIDER=bedrock needs AWS_REGION")
         return cls(
             mirror_root=mirror_root,
             snapshot_root=snapshot_root,
@@ -84,8 +104,16 @@ class Settings:
             git_timeout_s=_float(env, "CODEASK_GIT_TIMEOUT_S", 20.0),
             snapshots_keep=_int(env, "CODEASK_SNAPSHOTS_KEEP", 3),
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+            anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            provider=provider,
+            aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            bedrock_base_url=env.get("ANTHROPIC_BEDROCK_BASE_URL") or None,
             model=env.get("CODEASK_MODEL") or "claude-sonnet-5",
             deadline_s=_float(env, "CODEASK_DEADLINE_S", 0.0) if deadline else None,
+            max_rounds=_int(env, "CODEASK_MAX_ROUNDS", 12),
+            max_output_tokens=_int(env, "CODEASK_MAX_OUTPUT_TOKENS", 4096, minimum=256),
+            max_cost_usd=_float(env, "CODEASK_MAX_COST_USD", 0.50),
+            prices_json=env.get("CODEASK_PRICES") or None,
         )
 
 

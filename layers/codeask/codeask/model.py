@@ -1,0 +1,207 @@
+"""The model provider edge: client factory, retries within the deadline, error translation, prices."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeask.errors import CodeaskError, ConfigError
+from codeask.settings import Settings
+
+# US dollars per million tokens. Prompt-cache writes cost 1.25x input and reads 0.1x, as published.
+DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    "claude-sonnet-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30},
+    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
+}
+FALLBACK_PRICE = DEFAULT_PRICES["claude-sonnet-5"]
+
+
+class ModelUnavailable(CodeaskError):
+    """The model could not be reached or kept failing until the deadline (429/529/5xx/timeouts)."""
+
+    exit_code = 3
+
+
+class ModelRejected(CodeaskError):
+    """The model refused the request for a reason retrying will not fix (bad key, bad request)."""
+
+    exit_code = 3
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    model_ms: float = 0.0
+
+    def add(self, usage: Any, price: dict[str, float], elapsed_ms: float) -> None:
+        inp = getattr(usage, "input_tokens", 0) or 0
+        out = getattr(usage, "output_tokens", 0) or 0
+        read = getattr(usage, "cache_read_input_tokens", 0) or 0
+        write = getattr(usage, "cache_creation_input_tokens", 0) or 0
+        self.input_tokens += inp
+        self.output_tokens += out
+        self.cache_read_tokens += read
+        self.cache_write_tokens += write
+        self.cost_usd += (
+            inp * price["input"]
+            + out * price["output"]
+            + read * price["cache_read"]
+            + write * price["cache_write"]
+        ) / 1_000_000
+        self.calls += 1
+        self.model_ms += elapsed_ms
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "model_calls": self.calls,
+        }
+
+
+def prices(settings: Settings) -> dict[str, dict[str, float]]:
+    """The price table: the defaults, overridden per model by CODEASK_PRICES (JSON)."""
+    table = {k: dict(v) for k, v in DEFAULT_PRICES.items()}
+    if settings.prices_json:
+        try:
+            extra = json.loads(settings.prices_json)
+            for model, p in extra.items():
+                table[model] = {
+                    k: float(p[k]) for k in ("input", "output", "cache_write", "cache_read")
+                }
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ConfigError(
+                "CODEASK_PRICES must be JSON like "
+                '{"model": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}}'
+                f" (US$ per million tokens): {e}"
+            ) from None
+    return table
+
+
+def price_for(table: dict[str, dict[str, float]], model: str) -> dict[str, float]:
+    if model in table:
+        return table[model]
+    # Bedrock ids look like "us.anthropic.claude-sonnet-5-v1:0": match on the family name.
+    for name, p in table.items():
+        if name in model:
+            return p
+    return FALLBACK_PRICE
+
+
+def make_client(settings: Settings) -> Any:
+    """An Anthropic or Bedrock client; the SDK's own retries are off: ours respect the deadline."""
+    import anthropic  # slow to import (~2 s): only the worker path pays for it
+
+    if settings.provider == "bedrock":
+        return anthropic.AnthropicBedrock(
+            aws_region=settings.aws_region,
+            base_url=settings.bedrock_base_url,
+            max_retries=0,
+        )
+    if not settings.anthropic_api_key:
+        raise ConfigError("ANTHROPIC_API_KEY is not set (or set CODEASK_PROVIDER=bedrock)")
+    return anthropic.Anthropic(
+        api_key=settings.anthropic_api_key,
+        base_url=settings.anthropic_base_url,
+        max_retries=0,
+    )
+
+
+@dataclass
+class RetryPolicy:
+    base_s: float = 0.5
+    cap_s: float = 8.0
+    min_call_s: float = 3.0  # no point starting a call with less time than this left
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+
+def create_message(
+    client: Any,
+    request: dict[str, Any],
+    *,
+    deadline: float,
+    policy: RetryPolicy | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> Any:
+    """One Messages API call, retried on 429/529/5xx/timeouts only while the deadline allows."""
+    import anthropic
+
+    policy = policy or RetryPolicy()
+    attempt = 0
+    last: Exception | None = None
+    while True:
+        left = deadline - time.monotonic()
+        if left < policy.min_call_s:
+            why = f"{type(last).__name__}: {_short(last)}" if last else "no time left for a call"
+            raise ModelUnavailable(f"the model was unavailable before the deadline ({why})")
+        try:
+            return client.messages.create(**request, timeout=max(1.0, left - 0.5))
+        except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as e:
+            raise ModelRejected(
+                f"the model provider refused the credentials: {_short(e)}"
+            ) from None
+        except anthropic.BadRequestError as e:
+            raise ModelRejected(f"the model provider rejected the request: {_short(e)}") from None
+        except (anthropic.APIConnectionError, anthropic.APITimeoutError) as e:
+            last = e
+        except anthropic.APIStatusError as e:
+            if e.status_code not in (408, 409, 429) and e.status_code < 500:
+                raise ModelRejected(
+                    f"the model provider answered {e.status_code}: {_short(e)}"
+                ) from None
+            last = e
+        attempt += 1
+        wait = min(policy.cap_s, policy.base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+        retry_after = _retry_after(last)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        if time.monotonic() + wait + policy.min_call_s > deadline:
+            raise ModelUnavailable(
+                f"the model was unavailable before the deadline ({type(last).__name__}: {_short(last)})"
+            )
+        if on_retry:
+            on_retry(f"model busy ({_short(last)}); retrying in {wait:.1f} s")
+        policy.sleep(wait)
+
+
+def _retry_after(e: Exception | None) -> float | None:
+    response = getattr(e, "response", None)
+    if response is None:
+        return None
+    raw = response.headers.get("retry-after")
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _short(e: Exception | None) -> str:
+    if e is None:
+        return ""
+    status = getattr(e, "status_code", None)
+    body = getattr(e, "body", None)
+    msg = ""
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict):
+            msg = str(err.get("message", ""))
+    msg = msg or str(e)
+    msg = msg.splitlines()[0][:200] if msg else type(e).__name__
+    return f"{status} {msg}" if status else msg
