@@ -96,7 +96,10 @@ def main() -> None:
         rows += bench_sync.run(tree, OUT / "sync")
     except ImportError as e:
         rows.append({"name": "sync", "note": f"skipped: {e}"})
+    import bench_loop
     import eval_search_only
+
+    rows += bench_loop.run(eval_search_only.corpus("pip"))
 
     for res in eval_search_only.run():
         res.pop("misses")

@@ -114,6 +114,17 @@ def _message_blocks(content: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _add_user_text(messages: list[dict[str, Any]], text: str) -> None:
+    """Add text to the pending user turn (after its tool results): roles must alternate."""
+    last = messages[-1]
+    if last["role"] != "user":
+        messages.append({"role": "user", "content": text})
+        return
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    last["content"].append({"type": "text", "text": text})
+
+
 def _mark_cache(messages: list[dict[str, Any]]) -> None:
     """Keep exactly one moving cache breakpoint, on the newest block, so each round reads the last."""
     for msg in messages:
@@ -191,9 +202,7 @@ def run_loop(
                 stopped = "cost"
             if stopped is not None:
                 final = True
-                messages.append(
-                    {"role": "user", "content": FINAL_ROUND_PROMPT.format(reason=_REASONS[stopped])}
-                )
+                _add_user_text(messages, FINAL_ROUND_PROMPT.format(reason=_REASONS[stopped]))
         if left < (retry or RetryPolicy()).min_call_s:
             stopped = stopped or "time"
             return done(_ran_out_text(toolbox, texts), ran_out=True)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codeask.botconfig import BotConfig
 from codeask.errors import ConfigError
 
 
@@ -44,6 +45,12 @@ def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -
     return value
 
 
+def _url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ConfigError(f"SLACK_API_URL must be an http(s) URL, got {value!r}")
+    return value if value.endswith("/") else value + "/"
+
+
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in env.get(name, "").split(",") if p.strip())
 
@@ -71,6 +78,16 @@ class Settings:
     max_output_tokens: int = 4096
     max_cost_usd: float = 0.50
     prices_json: str | None = None
+    # Slack and AWS wiring (the deployed bot); secrets may instead come from Secrets Manager.
+    slack_signing_secret: str | None = field(default=None, repr=False)
+    slack_bot_token: str | None = field(default=None, repr=False)
+    git_token: str | None = field(default=None, repr=False)
+    slack_api_url: str = "https://slack.com/api/"
+    secrets_arn: str | None = None
+    queue_url: str | None = None
+    table_name: str | None = None
+    bot_config: BotConfig | None = None
+    answer_margin_s: float = 20.0
 
     @property
     def has_model(self) -> bool:
@@ -114,6 +131,15 @@ class Settings:
             max_output_tokens=_int(env, "CODEASK_MAX_OUTPUT_TOKENS", 4096, minimum=256),
             max_cost_usd=_float(env, "CODEASK_MAX_COST_USD", 0.50),
             prices_json=env.get("CODEASK_PRICES") or None,
+            slack_signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
+            slack_bot_token=env.get("SLACK_BOT_TOKEN") or None,
+            git_token=env.get("GIT_TOKEN") or None,
+            slack_api_url=_url(env.get("SLACK_API_URL") or "https://slack.com/api/"),
+            secrets_arn=env.get("SECRETS_ARN") or None,
+            queue_url=env.get("QUEUE_URL") or None,
+            table_name=env.get("TABLE_NAME") or None,
+            bot_config=BotConfig.load(env["CODEASK_CONFIG"]) if env.get("CODEASK_CONFIG") else None,
+            answer_margin_s=_float(env, "CODEASK_ANSWER_MARGIN_S", 20.0),
         )
 
 
