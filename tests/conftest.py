@@ -176,3 +176,7 @@ def git_daemon(tmp_path: Path) -> Iterator[GitDaemon]:
         yield daemon
     finally:
         daemon.stop()
+
+
+# The loopback AWS/Slack/model stack for integration tests lives with the other fakes.
+pytest_plugins = ("fakes.stack",)

@@ -231,7 +231,7 @@ def test_overloaded_until_the_deadline_falls_back_to_search_only(
     started = time.monotonic()
     ans = ask("How does the retry policy work?", spec(repo), settings, deadline=started + 6)
     assert ans.mode == "search-only"
-    assert ans.text.startswith("*Search-only answer* (the model was unavailable")
+    assert ans.text.startswith("**Search-only answer** (the model was unavailable")
     assert ans.verification.ok and ans.verification.citations
     assert len(fake.requests) >= 2  # it did retry
     assert time.monotonic() - started < 30
@@ -356,3 +356,18 @@ def test_cli_deadline_and_json_report_usage(tmp_path: Path, repo: Any, fake: Any
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "--deadline" in bad.stderr
+
+
+def test_cost_budget_stops_the_loop(tmp_path: Path, repo: Any, fake: Any) -> None:
+    def script(body: dict[str, Any]) -> Reply:
+        if body.get("tool_choice") == {"type": "none"}:
+            return Reply([text("Best so far: `billing/worker.py:6`.")])
+        return Reply([tool_use("search_code", {"pattern": "retry"})], output_tokens=2000)
+
+    fake.script = script
+    settings = settings_for(tmp_path, fake, CODEASK_MAX_COST_USD="0.01")
+    ans = ask("Where is retry?", spec(repo), settings)
+    # 2,000 output tokens cost $0.03 at the default price: one round is over the cap
+    assert len(fake.requests) == 2 and ans.stopped_early == "cost"
+    assert ans.text.startswith("_Stopped early (it reached the cost limit)")
+    assert ans.usage["cost_usd"] >= 0.03

@@ -81,7 +81,7 @@ def test_ask_json_has_the_documented_shape(repo, env: dict[str, str]) -> None:
     for key in ("answer", "searches", "tool_calls", "timings_ms", "usage", "stale", "warning"):
         assert key in out
     assert out["searches"] and out["tool_calls"] >= len(out["searches"])
-    assert out["answer"].startswith("*Search-only answer*")
+    assert out["answer"].startswith("**Search-only answer**")
     # progress went to stderr, not into the JSON
     assert "syncing billing" in done.stderr and "searched" in done.stderr
 

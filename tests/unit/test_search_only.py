@@ -87,7 +87,7 @@ def test_licence_headers_and_tests_do_not_flood_the_answer(toolbox: Toolbox) -> 
 
 def test_answer_is_labelled_and_cites_path_and_line(toolbox: Toolbox) -> None:
     result = search_only.answer("Where do we validate webhook signatures?", toolbox)
-    assert result.text.startswith("*Search-only answer*")
+    assert result.text.startswith("**Search-only answer**")
     assert "nothing below was written by a model" in result.text
     assert "`app/webhooks/signature.py:5`" in result.text
     assert result.searches and toolbox.searches == result.searches

@@ -71,6 +71,17 @@ def redact_url(url: str) -> str:
     return parts._replace(netloc=f"***@{host}").geturl()
 
 
+def token_callbacks(token: str) -> CallbacksFactory:
+    """Credentials for private https remotes: the token as the password (GitHub, GitLab, Bitbucket)."""
+
+    def factory(spec: RepoSpec) -> pygit2.RemoteCallbacks | None:
+        if not spec.url.lower().startswith("https://"):
+            return None
+        return pygit2.RemoteCallbacks(credentials=pygit2.UserPass("x-access-token", token))
+
+    return factory
+
+
 def _is_local(url: str) -> bool:
     return url.startswith("/") or url.lower().startswith("file://")
 
@@ -278,6 +289,7 @@ class MirrorStore:
             lock_timeout_s=settings.lock_timeout_s,
             snapshots_keep=settings.snapshots_keep,
             network_timeout_s=settings.git_timeout_s,
+            callbacks_factory=token_callbacks(settings.git_token) if settings.git_token else None,
         )
 
     # ---- public API -------------------------------------------------------------------------

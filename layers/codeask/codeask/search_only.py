@@ -215,7 +215,7 @@ def answer(
     """Rank the evidence for `question` and write it up, clearly labelled as not a model's answer."""
     terms = question_terms(question)
     sha = toolbox.snapshot.short_sha
-    label = f"*Search-only answer* ({reason}; nothing below was written by a model) at {sha}."
+    label = f"**Search-only answer** ({reason}; nothing below was written by a model) at {sha}."
     if not terms:
         return SearchOnlyResult(
             label + "\nI could not find anything to search for in the question; name a function, "

@@ -1,0 +1,12 @@
+"""SQS jobs in, answers posted in their Slack threads; failing records are reported one by one."""
+
+from typing import Any
+
+from codeask.lambdas import answer_batch
+from codeask.ops import logger, metrics
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return answer_batch(event, context)

@@ -1,0 +1,12 @@
+"""Slack Events API: verify, filter, deduplicate, queue, and answer Slack in milliseconds."""
+
+from typing import Any
+
+from codeask.lambdas import ack
+from codeask.ops import logger, metrics
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return ack(event)

@@ -1,0 +1,177 @@
+"""The ack path: verify a Slack request, decide whether it is a question we may answer, queue it once."""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeask.botconfig import BotConfig
+from codeask.job import Job
+from codeask.state import StateStore
+
+_MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+_TS_RE = re.compile(r"^\d{1,12}$")
+
+REFUSALS = {
+    "dm": "I only answer in channels whose members can all read the code, not in direct messages.",
+    "shared": "I don't answer in channels shared with other organisations (Slack Connect).",
+    "team": "I only answer people from this workspace.",
+    "channel": "This channel isn't set up for code questions. Ask an admin to add it to codeask's configuration.",
+}
+
+
+@dataclass
+class Ack:
+    status: int
+    body: str = ""
+    outcome: str = ""  # queued, duplicate, ignored:<why>, refused:<why>, unauthorized, error
+    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/plain"})
+    job: Job | None = None
+
+
+def raw_body(event: dict[str, Any]) -> bytes:
+    """The exact bytes Slack signed, from an API Gateway HTTP API (v2) event."""
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return base64.b64decode(body)
+    return body.encode("utf-8") if isinstance(body, str) else bytes(body)
+
+
+def verify_signature(secret: str, headers: dict[str, str], body: bytes, now: float) -> bool:
+    """Slack's v0 signature over the raw body; anything odd about the request is simply invalid."""
+    try:
+        from slack_sdk.signature import SignatureVerifier
+
+        ts = headers.get("x-slack-request-timestamp", "")
+        sig = headers.get("x-slack-signature", "")
+        if not _TS_RE.match(ts) or not sig.isascii() or not sig.startswith("v0="):
+            return False
+        if abs(now - int(ts)) > 300:
+            return False
+        expected = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+        return expected is not None and hmac.compare_digest(expected, sig)
+    except Exception:  # noqa: BLE001 - a request we cannot check is an unauthorised one, never a 500
+        return False
+
+
+def handle(
+    event: dict[str, Any],
+    *,
+    signing_secret: str,
+    config: BotConfig,
+    store: StateStore,
+    enqueue: Callable[[Job], None],
+    refuse: Callable[[str, dict[str, Any]], None] | None = None,
+    now: Callable[[], float] = time.time,
+) -> Ack:
+    """Everything between Slack's HTTP request and a queued job; returns what to answer Slack."""
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    try:
+        body = raw_body(event)
+    except (ValueError, TypeError):
+        return Ack(401, "invalid request", "unauthorized")
+    if not verify_signature(signing_secret, headers, body, now()):
+        return Ack(401, "invalid signature", "unauthorized")
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        return Ack(400, "body is not JSON", "ignored:not-json")
+    if not isinstance(payload, dict):
+        return Ack(400, "body is not a JSON object", "ignored:not-json")
+    if payload.get("type") == "url_verification":
+        return Ack(
+            200,
+            json.dumps({"challenge": payload.get("challenge", "")}),
+            "url_verification",
+            {"content-type": "application/json"},
+        )
+    if payload.get("type") != "event_callback" or not isinstance(payload.get("event"), dict):
+        return Ack(200, "", "ignored:not-an-event")
+    return _event(payload, config, store, enqueue, refuse, now)
+
+
+def _bot_user(payload: dict[str, Any]) -> str | None:
+    for auth in payload.get("authorizations") or []:
+        if isinstance(auth, dict) and auth.get("is_bot") and auth.get("user_id"):
+            return str(auth["user_id"])
+    return None
+
+
+def _event(
+    payload: dict[str, Any],
+    config: BotConfig,
+    store: StateStore,
+    enqueue: Callable[[Job], None],
+    refuse: Callable[[str, dict[str, Any]], None] | None,
+    now: Callable[[], float],
+) -> Ack:
+    ev: dict[str, Any] = payload["event"]
+    kind = ev.get("type")
+    bot_user = _bot_user(payload)
+    if ev.get("bot_id") or ev.get("subtype") or ev.get("bot_profile"):
+        return Ack(200, "", "ignored:bot-or-subtype")
+    user = ev.get("user")
+    if not user or user == bot_user:
+        return Ack(200, "", "ignored:self")
+    if kind not in ("app_mention", "message"):
+        return Ack(200, "", "ignored:event-type")
+    channel = str(ev.get("channel") or "")
+    ts = str(ev.get("ts") or "")
+    thread_ts = str(ev.get("thread_ts") or ts)
+    if not channel or not ts:
+        return Ack(200, "", "ignored:incomplete")
+    is_dm = ev.get("channel_type") in ("im", "mpim") or channel.startswith("D")
+    if kind == "message" and not is_dm:
+        # A plain message is a question only as a follow-up in a thread the bot answered in,
+        # and a message that mentions the bot also arrives as app_mention: that one is used.
+        if not ev.get("thread_ts") or (bot_user and f"<@{bot_user}" in str(ev.get("text"))):
+            return Ack(200, "", "ignored:not-a-question")
+        if store.thread_turns(channel, thread_ts) is None:
+            return Ack(200, "", "ignored:not-our-thread")
+    event_id = str(payload.get("event_id") or f"{channel}:{ts}")
+    if not store.claim(f"event#{event_id}"):
+        return Ack(200, "", "duplicate")
+    team = str(payload.get("team_id") or "")
+    asker_team = str(ev.get("user_team") or ev.get("team") or team)
+    reason = None
+    if is_dm:
+        reason = "dm"
+    elif payload.get("is_ext_shared_channel") or ev.get("is_ext_shared_channel"):
+        reason = "shared"
+    elif asker_team != (config.team_id or team):
+        reason = "team"
+    elif config.repos_for(channel) is None:
+        reason = "channel"
+    if reason is not None:
+        if refuse is not None:
+            refuse(reason, ev)
+        return Ack(200, "", f"refused:{reason}")
+    if not store.claim(f"msg#{channel}#{ts}"):
+        return Ack(200, "", "duplicate")
+    text = _MENTION_RE.sub("", str(ev.get("text") or "")).strip()
+    job = Job(
+        event_id=event_id,
+        team_id=team,
+        channel=channel,
+        user=str(user),
+        text=text,
+        message_ts=ts,
+        thread_ts=thread_ts,
+        event_time=float(payload.get("event_time") or ev.get("event_ts") or now()),
+        repos=tuple(r.name for r in config.repos_for(channel) or []),
+        received_at=now(),
+    )
+    try:
+        enqueue(job)
+    except Exception:
+        # Nothing may be lost: forget the claims and let Slack's retry bring the event back.
+        store.release(f"msg#{channel}#{ts}")
+        store.release(f"event#{event_id}")
+        return Ack(500, "could not queue the question", "error", job=job)
+    return Ack(200, "", "queued", job=job)

@@ -1,0 +1,175 @@
+"""DynamoDB state: event deduplication for the ack, answered-state and thread memory for the worker."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+DEDUPE_TTL_S = 3 * 24 * 3600  # Slack retries for about an hour; a late retry is still caught
+ANSWER_TTL_S = 14 * 24 * 3600
+THREAD_TTL_S = 30 * 24 * 3600
+MAX_TURNS = 4  # earlier turns carried into a follow-up; older ones drop off
+MAX_TURN_CHARS = 3000
+
+
+@dataclass
+class AnswerState:
+    status: str  # "working" or "answered"
+    owner: str
+    started_at: float
+    placeholder_ts: str | None = None
+    posted_ts: list[str] = field(default_factory=list)
+
+
+def _conditional_failed(e: Exception) -> bool:
+    code = getattr(e, "response", {}).get("Error", {}).get("Code")
+    return code == "ConditionalCheckFailedException"
+
+
+class StateStore:
+    """All writes that decide "first or not" are conditional writes, never check-then-set."""
+
+    def __init__(self, table_name: str, client: Any) -> None:
+        self.table = table_name
+        self.db = client
+
+    # -- the ack: one job per Slack event and per asking message -------------------------------
+
+    def claim(self, key: str, *, ttl_s: int = DEDUPE_TTL_S) -> bool:
+        """True for the first caller with this key, False for every later one (at once or hours later)."""
+        try:
+            self.db.put_item(
+                TableName=self.table,
+                Item={"pk": {"S": key}, "expires_at": {"N": str(int(time.time()) + ttl_s)}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return True
+        except Exception as e:
+            if _conditional_failed(e):
+                return False
+            raise
+
+    def release(self, key: str) -> None:
+        """Undo a claim whose job could not be queued, so Slack's retry of it is processed."""
+        self.db.delete_item(TableName=self.table, Key={"pk": {"S": key}})
+
+    # -- the worker: answered at most once ------------------------------------------------------
+
+    def start_answer(self, key: str, owner: str, *, stale_after_s: float) -> AnswerState | None:
+        """Take the job, or None when it is answered or another live worker has it.
+
+        A "working" record older than `stale_after_s` belongs to a worker that died: it is taken
+        over (conditionally on the record being unchanged), keeping its placeholder to edit.
+        """
+        now = time.time()
+        pk = "answer#" + key
+        try:
+            self.db.put_item(
+                TableName=self.table,
+                Item={
+                    "pk": {"S": pk},
+                    "status": {"S": "working"},
+                    "owner": {"S": owner},
+                    "started_at": {"N": repr(now)},
+                    "expires_at": {"N": str(int(now) + ANSWER_TTL_S)},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return AnswerState("working", owner, now)
+        except Exception as e:
+            if not _conditional_failed(e):
+                raise
+        current = self.get_answer(key)
+        if current is None or current.status == "answered":
+            return None
+        if current.owner != owner and now - current.started_at < stale_after_s:
+            return None
+        try:
+            self.db.update_item(
+                TableName=self.table,
+                Key={"pk": {"S": pk}},
+                UpdateExpression="SET #o = :o, started_at = :t",
+                ConditionExpression="#s = :working AND started_at = :seen",
+                ExpressionAttributeNames={"#o": "owner", "#s": "status"},
+                ExpressionAttributeValues={
+                    ":o": {"S": owner},
+                    ":t": {"N": repr(now)},
+                    ":working": {"S": "working"},
+                    ":seen": {"N": repr(current.started_at)},
+                },
+            )
+        except Exception as e:
+            if _conditional_failed(e):
+                return None
+            raise
+        current.owner, current.started_at = owner, now
+        return current
+
+    def get_answer(self, key: str) -> AnswerState | None:
+        item = self.db.get_item(
+            TableName=self.table, Key={"pk": {"S": "answer#" + key}}, ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return None
+        return AnswerState(
+            status=item["status"]["S"],
+            owner=item.get("owner", {}).get("S", ""),
+            started_at=float(item.get("started_at", {}).get("N", "0")),
+            placeholder_ts=item.get("placeholder_ts", {}).get("S"),
+            posted_ts=[v["S"] for v in item.get("posted_ts", {}).get("L", [])],
+        )
+
+    def record_posts(self, key: str, placeholder_ts: str | None, posted_ts: list[str]) -> None:
+        """Remember what was posted, so a redelivery edits those messages instead of posting again."""
+        names = {"#p": "posted_ts"}
+        values: dict[str, Any] = {":p": {"L": [{"S": t} for t in posted_ts]}}
+        expr = "SET #p = :p"
+        if placeholder_ts:
+            expr += ", placeholder_ts = :ph"
+            values[":ph"] = {"S": placeholder_ts}
+        self.db.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": "answer#" + key}},
+            UpdateExpression=expr,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def finish_answer(self, key: str, posted_ts: list[str]) -> None:
+        self.db.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": "answer#" + key}},
+            UpdateExpression="SET #s = :a, posted_ts = :p, answered_at = :t",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":a": {"S": "answered"},
+                ":p": {"L": [{"S": t} for t in posted_ts]},
+                ":t": {"N": repr(time.time())},
+            },
+        )
+
+    # -- threads the bot answered in: follow-ups -----------------------------------------------
+
+    def thread_turns(self, channel: str, thread_ts: str) -> list[dict[str, str]] | None:
+        """Earlier turns in a thread the bot answered in, or None if it never answered there."""
+        item = self.db.get_item(
+            TableName=self.table, Key={"pk": {"S": f"thread#{channel}#{thread_ts}"}}
+        ).get("Item")
+        if not item:
+            return None
+        return list(json.loads(item.get("turns", {}).get("S", "[]")))
+
+    def add_turn(self, channel: str, thread_ts: str, turn: dict[str, str]) -> None:
+        turns = (self.thread_turns(channel, thread_ts) or []) + [
+            {k: v[:MAX_TURN_CHARS] for k, v in turn.items()}
+        ]
+        self.db.put_item(
+            TableName=self.table,
+            Item={
+                "pk": {"S": f"thread#{channel}#{thread_ts}"},
+                "turns": {"S": json.dumps(turns[-MAX_TURNS:])},
+                "expires_at": {"N": str(int(time.time()) + THREAD_TTL_S)},
+            },
+        )

@@ -1,0 +1,209 @@
+"""The worker: one queued question becomes exactly one reply in its thread, whatever fails on the way."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from codeask.agent import Turn
+from codeask.answer import Answer, ask
+from codeask.errors import CodeaskError
+from codeask.job import Job
+from codeask.mirror import MirrorStore, RepoSpec
+from codeask.ops import logger
+from codeask.render import (
+    SlackMessage,
+    render_answer,
+    render_failure,
+    render_placeholder,
+    render_progress,
+)
+from codeask.settings import Settings
+from codeask.state import StateStore
+
+PROGRESS_EDIT_INTERVAL_S = 4.0  # chat.update is a tier-3 method: stay far below ~50 a minute
+
+
+@dataclass
+class Outcome:
+    status: str  # answered, skipped, failed
+    answer: Answer | None = None
+    posted_ts: list[str] | None = None
+
+
+class Progress:
+    """Shows what the worker is doing: the assistant status where allowed, else throttled edits."""
+
+    def __init__(self, slack: Any, channel: str, thread_ts: str, placeholder_ts: str) -> None:
+        self.slack, self.channel, self.thread_ts, self.placeholder_ts = (
+            slack,
+            channel,
+            thread_ts,
+            placeholder_ts,
+        )
+        self.use_status = True
+        self.last_edit = 0.0
+
+    def __call__(self, step: str) -> None:
+        line = render_progress(step)
+        try:
+            if self.use_status:
+                try:
+                    self.slack.assistant_threads_setStatus(
+                        channel_id=self.channel, thread_ts=self.thread_ts, status=line
+                    )
+                    return
+                except Exception:  # noqa: BLE001 - not an assistant thread here: fall back to edits
+                    self.use_status = False
+            now = time.monotonic()
+            if now - self.last_edit >= PROGRESS_EDIT_INTERVAL_S:
+                self.last_edit = now
+                # Blocks too: an update with text only would leave the old blocks showing.
+                self.slack.chat_update(
+                    channel=self.channel,
+                    ts=self.placeholder_ts,
+                    text=f"⏳ {line}",
+                    blocks=[
+                        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"⏳ {line}"}]}
+                    ],
+                )
+        except Exception as e:  # noqa: BLE001 - progress is decoration; it must never sink an answer
+            logger.debug("progress update failed", extra={"error": type(e).__name__})
+
+
+def _post(slack: Any, channel: str, thread_ts: str, msg: SlackMessage) -> str:
+    resp = slack.chat_postMessage(
+        channel=channel,
+        thread_ts=thread_ts,
+        text=msg.text,
+        blocks=msg.blocks,
+        unfurl_links=False,
+        unfurl_media=False,
+    )
+    return str(resp["ts"])
+
+
+def _update(slack: Any, channel: str, ts: str, msg: SlackMessage) -> None:
+    slack.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+
+
+def _publish(
+    slack: Any,
+    store: StateStore,
+    job: Job,
+    placeholder_ts: str,
+    posted: list[str],
+    msgs: list[SlackMessage],
+) -> list[str]:
+    """First message replaces the placeholder; the rest edit what an earlier attempt posted, or post."""
+    _update(slack, job.channel, placeholder_ts, msgs[0])
+    out = list(posted)
+    for i, msg in enumerate(msgs[1:]):
+        if i < len(out):
+            _update(slack, job.channel, out[i], msg)
+        else:
+            out.append(_post(slack, job.channel, job.thread_ts, msg))
+            store.record_posts(job.dedupe_key, placeholder_ts, out)
+    return out
+
+
+def answer_job(
+    job: Job,
+    *,
+    settings: Settings,
+    store: StateStore,
+    slack: Any,
+    mirrors: MirrorStore,
+    deadline: float,
+    owner: str,
+    last_attempt: bool = False,
+    model_client: Callable[[], Any] | None = None,
+) -> Outcome:
+    """Answer `job` at most once. Unexpected errors propagate (SQS redelivers) unless this is the
+    last attempt, in which case the thread gets an honest failure message instead of silence."""
+    key = job.dedupe_key
+    state = store.start_answer(key, owner, stale_after_s=max(60.0, deadline - time.monotonic()))
+    if state is None:
+        logger.info("job already answered or in hand", extra={"event_id": job.event_id})
+        return Outcome("skipped")
+    placeholder = state.placeholder_ts
+    if placeholder is None:
+        placeholder = _post(slack, job.channel, job.thread_ts, render_placeholder(job.text))
+        store.record_posts(key, placeholder, state.posted_ts)
+    try:
+        return _answer(
+            job,
+            settings,
+            store,
+            slack,
+            mirrors,
+            deadline,
+            placeholder,
+            state.posted_ts,
+            model_client,
+        )
+    except Exception as e:
+        logger.exception("answer failed", extra={"event_id": job.event_id, "channel": job.channel})
+        kind = "error"
+        detail = str(e) if isinstance(e, CodeaskError) else None
+        if isinstance(e, CodeaskError) or last_attempt:
+            # A clear, final failure: say so once and stop; nothing to gain from a redelivery.
+            _update(slack, job.channel, placeholder, render_failure(kind, detail))
+            store.finish_answer(key, [placeholder])
+            return Outcome("failed")
+        _update(slack, job.channel, placeholder, render_placeholder(job.text))
+        raise
+
+
+def _answer(
+    job: Job,
+    settings: Settings,
+    store: StateStore,
+    slack: Any,
+    mirrors: MirrorStore,
+    deadline: float,
+    placeholder: str,
+    posted: list[str],
+    model_client: Callable[[], Any] | None,
+) -> Outcome:
+    config = settings.bot_config
+    if config is None or not job.repos or job.repos[0] not in config.repos:
+        raise CodeaskError("this channel has no repository configured any more")
+    if not job.text.strip():
+        msgs = [render_failure("empty")]
+        ts = _publish(slack, store, job, placeholder, posted, msgs)
+        store.finish_answer(job.dedupe_key, [placeholder, *ts])
+        return Outcome("answered", posted_ts=[placeholder, *ts])
+    entry = config.repos[job.repos[0]]
+    spec = RepoSpec.parse(entry.url, branch=entry.branch, name=entry.name)
+    history = [
+        Turn(t["question"], t["answer"], t["sha"])
+        for t in store.thread_turns(job.channel, job.thread_ts) or []
+    ]
+    started = time.monotonic()
+    answer = ask(
+        job.text,
+        spec,
+        settings,
+        store=mirrors,
+        on_event=Progress(slack, job.channel, job.thread_ts, placeholder),
+        history=history,
+        deadline=deadline,
+        client=model_client() if model_client else None,
+    )
+    msgs = render_answer(answer, elapsed_s=time.monotonic() - started)
+    extra = _publish(slack, store, job, placeholder, posted, msgs)
+    store.finish_answer(job.dedupe_key, [placeholder, *extra])
+    store.add_turn(
+        job.channel,
+        job.thread_ts,
+        {"question": job.text, "answer": answer.text, "sha": answer.snapshot.sha},
+    )
+    logger.info(
+        "answered",
+        extra={"event_id": job.event_id, "channel": job.channel, "thread_ts": job.thread_ts,
+               "repo": spec.name, "sha": answer.snapshot.sha, "mode": answer.mode},
+    )  # fmt: skip
+    return Outcome("answered", answer, [placeholder, *extra])

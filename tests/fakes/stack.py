@@ -1,0 +1,199 @@
+"""The whole chain on loopback as pytest fixtures: moto (SQS, DynamoDB, Secrets Manager), fake Slack, fake model."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes.aws import MotoServer
+from fakes.messages_api import FakeMessagesAPI
+from fakes.slack_api import Channel, FakeSlack
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+sys.path.insert(0, str(EVENTS))
+import sign  # noqa: E402
+
+SIGNING_SECRET = "test-signing-secret-" + "0123456789abcdef"
+BOT_TOKEN = "xoxb-" + "1111-2222-" + "testtokentesttoken"
+CHANNEL = sign.CHANNEL
+
+REPO_FILES = {
+    "billing/worker.py": (
+        "import time\n\nfrom billing.policy import RetryPolicy\n\n\n"
+        "def retry_job(job, policy: RetryPolicy):\n"
+        "    for attempt in range(policy.max_attempts):\n"
+        "        if job.run():\n            return True\n"
+        "        time.sleep(policy.backoff(attempt))\n    return False\n"
+    ),
+    "billing/policy.py": (
+        "class RetryPolicy:\n    max_attempts = 5\n\n    def backoff(self, attempt):\n"
+        "        return 2 ** attempt\n"
+    ),
+    "README.md": "# billing\nRetries failed jobs.\n",
+}
+
+
+def load_handler(name: str) -> Callable[[dict[str, Any], Any], Any]:
+    """functions/<name>/app.py's lambda_handler, imported the way Lambda would."""
+    path = ROOT / "functions" / name / "app.py"
+    spec = importlib.util.spec_from_file_location(f"handler_{name}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.lambda_handler  # type: ignore[no-any-return]
+
+
+@dataclass
+class Context:
+    """The attributes of a Lambda context object that the handlers and powertools read."""
+
+    remaining_ms: int = 120_000
+    function_name: str = "codeask-test"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:codeask-test"
+    aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def event(name: str, *, secret: str = SIGNING_SECRET, **overrides: Any) -> dict[str, Any]:
+    """events/<name>.json re-signed for now; `overrides` patch the Slack payload (then re-signed)."""
+    ev = json.loads((EVENTS / f"{name}.json").read_text())
+    if overrides:
+        payload = json.loads(ev["body"])
+        for key, value in overrides.items():
+            target = payload["event"] if key.startswith("event.") else payload
+            target[key.removeprefix("event.")] = value
+        ev["body"] = json.dumps(payload, separators=(",", ":"))
+    return sign.signed(ev, secret)
+
+
+@pytest.fixture(scope="session")
+def moto() -> Iterator[MotoServer]:
+    with MotoServer() as server:
+        yield server
+
+
+@dataclass
+class Stack:
+    moto: MotoServer
+    slack: FakeSlack
+    model: FakeMessagesAPI
+    repo: Any
+    queue_url: str
+    table: str
+    tmp: Path
+
+    def sqs(self) -> Any:
+        from codeask import clients
+
+        return clients.aws("sqs")
+
+    def queued(self) -> list[dict[str, Any]]:
+        """Take every queued message, as SQS records the worker would get."""
+        out = []
+        while True:
+            got = (
+                self.sqs()
+                .receive_message(
+                    QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+                )
+                .get("Messages", [])
+            )
+            if not got:
+                return out
+            for m in got:
+                out.append(
+                    {
+                        "messageId": m["MessageId"],
+                        "receiptHandle": m["ReceiptHandle"],
+                        "body": m["Body"],
+                        "attributes": m.get("Attributes", {}),
+                        "messageAttributes": {},
+                        "md5OfBody": m["MD5OfBody"],
+                        "eventSource": "aws:sqs",
+                        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:jobs",
+                        "awsRegion": "us-east-1",
+                    }
+                )
+                self.sqs().delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+
+@pytest.fixture
+def stack(
+    moto: MotoServer, tmp_path: Path, git_repo: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Stack]:
+    import boto3
+
+    from codeask import clients, lambdas
+
+    moto.reset()
+    repo = git_repo("billing")
+    repo.commit(REPO_FILES, message="initial")
+    env = {
+        "AWS_ENDPOINT_URL": moto.url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "HOME": str(tmp_path / "home"),
+        "MIRROR_ROOT": str(tmp_path / "mirrors"),
+        "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
+        "POWERTOOLS_METRICS_NAMESPACE": "Codeask",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    for k in ("ANTHROPIC_API_KEY", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "CODEASK_DEADLINE_S"):
+        monkeypatch.delenv(k, raising=False)
+    sqs = boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName=f"jobs-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    ddb = boto3.client("dynamodb")
+    table = f"state-{uuid.uuid4().hex[:8]}"
+    ddb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    with (
+        FakeSlack(bot_token=BOT_TOKEN, bot_user_id=sign.BOT_USER, team_id=sign.TEAM) as slack,
+        FakeMessagesAPI() as model,
+    ):
+        slack.channels[CHANNEL] = Channel(id=CHANNEL, name="billing-dev")
+        slack.channels["C0SHARED1"] = Channel(id="C0SHARED1", name="shared", is_ext_shared=True)
+        secret_arn = boto3.client("secretsmanager").create_secret(
+            Name=f"codeask-{uuid.uuid4().hex[:8]}",
+            SecretString=json.dumps(
+                {"SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN,
+                 "ANTHROPIC_API_KEY": "sk-ant-" + "e2e-test-key", "GIT_TOKEN": ""}
+            ),
+        )["ARN"]  # fmt: skip
+        config = {"repos": {"billing": {"url": str(repo.path), "branch": "main"}},
+                  "channels": {CHANNEL: ["billing"]}}  # fmt: skip
+        for k, v in {
+            "SECRETS_ARN": secret_arn,
+            "QUEUE_URL": queue_url,
+            "TABLE_NAME": table,
+            "CODEASK_CONFIG": json.dumps(config),
+            "SLACK_API_URL": slack.base_url,
+            "ANTHROPIC_BASE_URL": model.base_url,
+        }.items():
+            monkeypatch.setenv(k, v)
+        lambdas.settings.cache_clear()
+        clients.aws.cache_clear()
+        clients.slack.cache_clear()
+        yield Stack(moto, slack, model, repo, queue_url, table, tmp_path)
+        lambdas.settings.cache_clear()
+        clients.aws.cache_clear()
+        clients.slack.cache_clear()

@@ -1,0 +1,193 @@
+"""A signed Slack event in, a verified answer out in the right thread: every hop real, on loopback."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fakes.messages_api import Fail, Reply, text, tool_use
+from fakes.stack import CHANNEL, EVENTS, Context, Stack, event, load_handler
+
+ANSWER = "Failed jobs are retried by `retry_job` (`billing/worker.py:6-11`), backing off 2^attempt s (`billing/policy.py:4-5`)."
+
+
+def ack(ev: dict[str, Any]) -> dict[str, Any]:
+    return load_handler("slack_events")(ev, Context(remaining_ms=3000))
+
+
+def work(records: list[dict[str, Any]], remaining_ms: int = 120_000) -> dict[str, Any]:
+    return load_handler("answer_worker")({"Records": records}, Context(remaining_ms=remaining_ms))
+
+
+def model_answers(stack: Stack) -> None:
+    stack.model.script = lambda body: (
+        Reply([text(ANSWER)])
+        if any(
+            b.get("type") == "tool_result"
+            for m in body["messages"]
+            for b in m["content"]
+            if isinstance(b, dict)
+        )
+        else Reply([tool_use("search_code", {"pattern": "def retry_job"})])
+    )
+
+
+def bot_replies(stack: Stack, thread_ts: str) -> list[dict[str, Any]]:
+    return [m for m in stack.slack.messages(CHANNEL, thread_ts) if m.get("bot_id")]
+
+
+def test_url_verification_is_answered(stack: Stack) -> None:
+    resp = ack(event("url_verification"))
+    assert resp["statusCode"] == 200
+    assert json.loads(resp["body"])["challenge"].startswith("3eZbrw1aBm2")
+
+
+def test_mention_becomes_one_verified_answer_in_its_thread(stack: Stack) -> None:
+    model_answers(stack)
+    # Given a signed app_mention
+    resp = ack(event("app_mention"))
+    # Then Slack gets a 200 and exactly one job is queued
+    assert resp["statusCode"] == 200
+    records = stack.queued()
+    assert len(records) == 1
+    # When the worker takes it
+    result = work(records)
+    # Then nothing failed, and the thread holds one reply: the answer, with links at the SHA
+    assert result == {"batchItemFailures": []}
+    replies = bot_replies(stack, "1764430000.000100")
+    assert len(replies) == 1
+    blob = json.dumps(replies[0]["blocks"])
+    assert "retry_job" in blob and stack.repo.head()[:7] in blob
+    assert "Could not verify" not in blob
+    # a placeholder was posted first and then replaced, with unfurling off
+    posts = stack.slack.calls_to("chat.postMessage")
+    assert len(posts) == 1 and posts[0].args["unfurl_links"] is False
+    assert stack.slack.calls_to("chat.update")
+
+
+def test_tampered_or_stale_requests_are_401_and_queue_nothing(stack: Stack) -> None:
+    good = event("app_mention")
+    tampered = json.loads(json.dumps(good))
+    tampered["body"] = tampered["body"].replace("retry", "retrx")
+    assert ack(tampered)["statusCode"] == 401
+    wrong_secret = event("app_mention", secret="not-the-secret")
+    assert ack(wrong_secret)["statusCode"] == 401
+    for ts in ("abc", "", "1e9", str(10**9)):
+        bad = json.loads(json.dumps(good))
+        bad["headers"]["x-slack-request-timestamp"] = ts
+        assert ack(bad)["statusCode"] == 401
+    assert stack.queued() == []
+
+
+def test_slack_retry_of_a_queued_event_is_not_queued_twice(stack: Stack) -> None:
+    assert ack(event("app_mention"))["statusCode"] == 200
+    assert ack(event("slack_retry"))["statusCode"] == 200
+    assert len(stack.queued()) == 1
+
+
+def test_a_failed_enqueue_is_500_and_slacks_retry_is_processed(stack: Stack) -> None:
+    sqs = stack.sqs()
+    name = stack.queue_url.rsplit("/", 1)[-1]
+    sqs.delete_queue(QueueUrl=stack.queue_url)
+    assert ack(event("app_mention"))["statusCode"] == 500
+    sqs.create_queue(QueueName=name)
+    assert ack(event("slack_retry"))["statusCode"] == 200
+    assert len(stack.queued()) == 1
+
+
+def test_dm_shared_channel_bots_and_unconfigured_channels_queue_nothing(stack: Stack) -> None:
+    assert ack(event("dm"))["statusCode"] == 200
+    assert ack(event("slack_connect"))["statusCode"] == 200
+    assert ack(event("bot_message"))["statusCode"] == 200
+    other = event("app_mention", **{"event_id": "Ev0OTHER01", "event.channel": "C0NOTCONF1"})
+    assert ack(other)["statusCode"] == 200
+    assert stack.queued() == []
+    # the DM got a polite reply in the DM, the others an ephemeral note to the asker
+    dm_posts = [
+        c for c in stack.slack.calls_to("chat.postMessage") if c.args["channel"] == "D0DIRECT1"
+    ]
+    assert len(dm_posts) == 1 and "direct messages" in dm_posts[0].args["text"]
+    assert len(stack.slack.calls_to("chat.postEphemeral")) == 2
+
+
+def test_the_same_job_delivered_twice_is_answered_once(stack: Stack) -> None:
+    model_answers(stack)
+    ack(event("app_mention"))
+    records = stack.queued()
+    work(records)
+    work(records)  # SQS redelivers the same message
+    assert len(bot_replies(stack, "1764430000.000100")) == 1
+    assert len(stack.slack.calls_to("chat.postMessage")) == 1
+
+
+def test_a_worker_that_died_after_posting_does_not_post_again(stack: Stack) -> None:
+    import boto3
+
+    model_answers(stack)
+    ack(event("app_mention"))
+    records = stack.queued()
+    work(records)
+    # Given the record of a worker that posted, then died before marking the job answered
+    key = f"answer#{CHANNEL}:1764430000.000100"
+    boto3.client("dynamodb").update_item(
+        TableName=stack.table,
+        Key={"pk": {"S": key}},
+        UpdateExpression="SET #s = :w, started_at = :t",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":w": {"S": "working"}, ":t": {"N": "1"}},
+    )
+    # When SQS redelivers it
+    assert work(records) == {"batchItemFailures": []}
+    # Then the same message is edited, never a second post
+    assert len(stack.slack.calls_to("chat.postMessage")) == 1
+    assert len(bot_replies(stack, "1764430000.000100")) == 1
+
+
+def test_model_overloaded_until_the_deadline_gives_a_labelled_search_only_answer(
+    stack: Stack,
+) -> None:
+    stack.model.script = lambda body: Fail(529)
+    ack(event("app_mention"))
+    work(stack.queued(), remaining_ms=28_000)  # 28 s minus the 20 s margin: 8 s for the model
+    replies = bot_replies(stack, "1764430000.000100")
+    assert len(replies) == 1
+    blob = json.dumps(replies[0]["blocks"])
+    assert "Search-only answer" in blob and "model was unavailable" in blob
+
+
+def test_sqs_job_event_file_drives_the_worker(stack: Stack) -> None:
+    model_answers(stack)
+    ev = json.loads((EVENTS / "sqs_job.json").read_text())
+    assert work(ev["Records"]) == {"batchItemFailures": []}
+    assert len(bot_replies(stack, "1764430000.000100")) == 1
+
+
+def test_an_unknown_job_version_is_reported_as_a_failed_record(stack: Stack) -> None:
+    ev = json.loads((EVENTS / "sqs_job.json").read_text())
+    body = json.loads(ev["Records"][0]["body"])
+    body["version"] = 99
+    ev["Records"][0]["body"] = json.dumps(body)
+    result = work(ev["Records"])
+    assert result == {"batchItemFailures": [{"itemIdentifier": ev["Records"][0]["messageId"]}]}
+    assert stack.slack.calls_to("chat.postMessage") == []
+
+
+def test_schedule_event_warms_every_repo_and_survives_a_broken_one(
+    stack: Stack, monkeypatch: Any
+) -> None:
+    from codeask import lambdas
+
+    config = {
+        "repos": {
+            "billing": {"url": str(stack.repo.path)},
+            "gone": {"url": str(stack.tmp / "nope")},
+        },
+        "channels": {CHANNEL: ["billing"]},
+    }
+    monkeypatch.setenv("CODEASK_CONFIG", json.dumps(config))
+    lambdas.settings.cache_clear()
+    result = load_handler("mirror_warmer")(
+        json.loads((EVENTS / "schedule.json").read_text()), Context()
+    )
+    assert result["repos"]["billing"] == stack.repo.head()
+    assert result["failed"] == ["gone"]

@@ -1,0 +1,423 @@
+"""Behaviour of the fake Slack Web API, driven through the real slack_sdk WebClient."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+from slack_sdk.models.blocks import DividerBlock, SectionBlock
+
+from fakes.slack_api import MAX_BLOCKS, Call, Channel, FakeSlack
+
+CHANNEL = "C0GENERAL"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    with FakeSlack() as running:
+        running.channels[CHANNEL] = Channel(id=CHANNEL)
+        yield running
+
+
+@pytest.fixture
+def client(fake: FakeSlack) -> WebClient:
+    # No retry handlers: each test that wants retries attaches them itself.
+    return WebClient(token="xoxb-test", base_url=fake.base_url, timeout=5, retry_handlers=[])
+
+
+def error_of(excinfo: pytest.ExceptionInfo[SlackApiError]) -> str:
+    return str(excinfo.value.response["error"])
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+
+def test_post_then_update_is_read_back_as_the_current_text(
+    fake: FakeSlack, client: WebClient
+) -> None:
+    # Given a message the bot posted
+    posted = client.chat_postMessage(
+        channel=CHANNEL, text="thinking…", unfurl_links=False, unfurl_media=False
+    )
+
+    # When the bot edits it twice
+    client.chat_update(channel=CHANNEL, ts=posted["ts"], text="draft")
+    updated = client.chat_update(channel=CHANNEL, ts=posted["ts"], text="final answer")
+
+    # Then messages() shows one message with the latest text, and every edit is on record
+    assert posted["channel"] == CHANNEL
+    assert posted["message"]["text"] == "thinking…"
+    assert posted["message"]["bot_id"] == "B0BOT"
+    assert updated["ts"] == posted["ts"] and updated["text"] == "final answer"
+    assert fake.messages(CHANNEL) == [
+        {
+            "ts": posted["ts"],
+            "channel": CHANNEL,
+            "thread_ts": None,
+            "text": "final answer",
+            "blocks": None,
+            "user": "U0BOT",
+            "bot_id": "B0BOT",
+            "unfurl_links": False,
+            "unfurl_media": False,
+        }
+    ]
+    assert len(fake.calls_to("chat.update")) == 2
+    assert [v["text"] for v in fake.versions(CHANNEL, posted["ts"])] == [
+        "thinking…",
+        "draft",
+        "final answer",
+    ]
+
+
+def test_ts_values_are_unique_and_increasing(fake: FakeSlack, client: WebClient) -> None:
+    # Given/When three posts in a row
+    stamps = [client.chat_postMessage(channel=CHANNEL, text=str(i))["ts"] for i in range(3)]
+
+    # Then each ts looks like Slack's and sorts after the previous one
+    assert len(set(stamps)) == 3
+    assert stamps == sorted(stamps, key=lambda ts: tuple(map(int, ts.split("."))))
+    assert all(len(ts.split(".")[1]) == 6 for ts in stamps)
+
+
+def test_update_of_unknown_ts_is_message_not_found(client: WebClient) -> None:
+    with pytest.raises(SlackApiError) as excinfo:
+        client.chat_update(channel=CHANNEL, ts="1600000000.000100", text="x")
+    assert error_of(excinfo) == "message_not_found"
+
+
+def test_update_without_blocks_keeps_the_old_blocks(fake: FakeSlack, client: WebClient) -> None:
+    # Given a message with blocks
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "*old*"}}]
+    ts = client.chat_postMessage(channel=CHANNEL, text="old", blocks=blocks)["ts"]
+
+    # When only the text is updated, and then the blocks are cleared with an empty array
+    client.chat_update(channel=CHANNEL, ts=ts, text="new")
+    kept = fake.messages(CHANNEL)[0]["blocks"]
+    client.chat_update(channel=CHANNEL, ts=ts, text="new", blocks=[])
+
+    # Then Slack's rule holds: omitted blocks are retained, [] removes them
+    assert kept == blocks
+    assert fake.messages(CHANNEL)[0]["blocks"] is None
+
+
+def test_delete_removes_the_message(fake: FakeSlack, client: WebClient) -> None:
+    ts = client.chat_postMessage(channel=CHANNEL, text="oops")["ts"]
+
+    client.chat_delete(channel=CHANNEL, ts=ts)
+
+    assert fake.messages(CHANNEL) == []
+
+
+def test_bot_cannot_edit_a_human_message(fake: FakeSlack, client: WebClient) -> None:
+    ts = fake.add_thread_message(CHANNEL, None, "mine")
+
+    with pytest.raises(SlackApiError) as excinfo:
+        client.chat_update(channel=CHANNEL, ts=ts, text="hijacked")
+
+    assert error_of(excinfo) == "cant_update_message"
+
+
+# -- threads -----------------------------------------------------------------------------------
+
+
+def test_thread_replies_come_back_parent_first(fake: FakeSlack, client: WebClient) -> None:
+    # Given a human question whose ts is the one the event carried, plus a follow-up
+    question_ts = "1700000000.000500"
+    assert fake.add_thread_message(CHANNEL, question_ts, "where is billing?") == question_ts
+    follow_up = fake.add_thread_message(CHANNEL, question_ts, "the retry part")
+
+    # When the bot answers in the thread and reads the thread back
+    answer = client.chat_postMessage(
+        channel=CHANNEL, thread_ts=question_ts, text="billing/retry.py:12"
+    )
+    replies = client.conversations_replies(channel=CHANNEL, ts=question_ts, limit=50)
+
+    # Then the parent comes first, then replies oldest first, each with Slack's thread fields
+    texts = [m["text"] for m in replies["messages"]]
+    assert texts == ["where is billing?", "the retry part", "billing/retry.py:12"]
+    assert replies["has_more"] is False
+    parent, *rest = replies["messages"]
+    assert parent["reply_count"] == 2 and parent["thread_ts"] == question_ts
+    assert all(m["thread_ts"] == question_ts for m in rest)
+    assert rest[1]["bot_id"] == "B0BOT" and "bot_id" not in rest[0]
+    assert follow_up < answer["ts"]
+    assert [m["text"] for m in fake.messages(CHANNEL, thread_ts=question_ts)] == [
+        "the retry part",
+        "billing/retry.py:12",
+    ]
+
+
+def test_replies_of_unknown_thread_is_thread_not_found(client: WebClient) -> None:
+    with pytest.raises(SlackApiError) as excinfo:
+        client.conversations_replies(channel=CHANNEL, ts="1600000000.000100")
+    assert error_of(excinfo) == "thread_not_found"
+
+
+def test_replies_paginate_with_a_cursor(fake: FakeSlack, client: WebClient) -> None:
+    root = fake.add_thread_message(CHANNEL, None, "q")
+    for i in range(4):
+        fake.add_thread_message(CHANNEL, root, f"r{i}")
+
+    # The SDK's iterator reuses one response object, so read each page while it is current.
+    pages = [
+        [m["text"] for m in page["messages"]]
+        for page in client.conversations_replies(channel=CHANNEL, ts=root, limit=2)
+    ]
+
+    assert pages == [
+        ["q", "r0"],
+        ["r1", "r2"],
+        ["r3"],
+    ]
+
+
+# -- ephemeral, blocks, reactions, status ------------------------------------------------------
+
+
+def test_ephemeral_is_recorded_but_not_a_channel_message(
+    fake: FakeSlack, client: WebClient
+) -> None:
+    sent = client.chat_postEphemeral(channel=CHANNEL, user="U0HUMAN", text="only you see this")
+
+    assert sent["message_ts"]
+    assert fake.messages(CHANNEL) == []
+    assert fake.ephemerals == [
+        {
+            "message_ts": sent["message_ts"],
+            "channel": CHANNEL,
+            "user": "U0HUMAN",
+            "thread_ts": None,
+            "text": "only you see this",
+            "blocks": None,
+        }
+    ]
+
+
+def test_blocks_round_trip_from_sdk_models_and_from_form_strings(
+    fake: FakeSlack, client: WebClient
+) -> None:
+    # Given blocks sent as SDK model objects (JSON body) and as a JSON string (form body)
+    expected = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": "*hi*"}},
+        {"type": "divider"},
+    ]
+    via_json = client.chat_postMessage(
+        channel=CHANNEL,
+        text="hi",
+        blocks=[SectionBlock(text={"type": "mrkdwn", "text": "*hi*"}), DividerBlock()],
+    )
+    via_form = client.api_call(
+        "chat.postMessage",
+        params={"channel": CHANNEL, "text": "hi", "blocks": json.dumps(expected)},
+    )
+
+    # Then both store and record the same list of block objects
+    stored = {m["ts"]: m["blocks"] for m in fake.messages(CHANNEL)}
+    assert stored[via_json["ts"]] == expected
+    assert stored[via_form["ts"]] == expected
+    assert via_json["message"]["blocks"] == expected
+    assert [c.args["blocks"] for c in fake.calls_to("chat.postMessage")] == [expected, expected]
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        [{"text": "no type"}],
+        [{"type": "divider"}] * (MAX_BLOCKS + 1),
+        "not json",
+    ],
+    ids=["missing-type", "too-many", "not-json"],
+)
+def test_malformed_blocks_are_invalid_blocks(client: WebClient, blocks: object) -> None:
+    params = {
+        "channel": CHANNEL,
+        "text": "x",
+        "blocks": blocks if isinstance(blocks, str) else json.dumps(blocks),
+    }
+    with pytest.raises(SlackApiError) as excinfo:
+        client.api_call("chat.postMessage", params=params)
+    assert error_of(excinfo) == "invalid_blocks"
+
+
+def test_text_over_forty_thousand_chars_is_msg_too_long(client: WebClient) -> None:
+    with pytest.raises(SlackApiError) as excinfo:
+        client.chat_postMessage(channel=CHANNEL, text="x" * 40_001)
+    assert error_of(excinfo) == "msg_too_long"
+
+
+def test_reaction_on_a_seeded_message(fake: FakeSlack, client: WebClient) -> None:
+    ts = fake.add_thread_message(CHANNEL, None, "@codeask where is X?")
+
+    client.reactions_add(channel=CHANNEL, timestamp=ts, name="eyes")
+    with pytest.raises(SlackApiError) as excinfo:
+        client.reactions_add(channel=CHANNEL, timestamp=ts, name="eyes")
+
+    assert fake.reactions == [
+        {"channel": CHANNEL, "timestamp": ts, "name": "eyes", "user": "U0BOT"}
+    ]
+    assert error_of(excinfo) == "already_reacted"
+
+
+def test_set_status_is_recorded(fake: FakeSlack, client: WebClient) -> None:
+    fake.channels["D0DM"] = Channel(id="D0DM", is_im=True)
+
+    client.assistant_threads_setStatus(
+        channel_id="D0DM", thread_ts="1700000000.000100", status="is searching the code…"
+    )
+    client.assistant_threads_setStatus(channel_id="D0DM", thread_ts="1700000000.000100", status="")
+
+    assert [s["status"] for s in fake.statuses] == ["is searching the code…", ""]
+    assert fake.calls_to("assistant.threads.setStatus")[0].args == {
+        "channel_id": "D0DM",
+        "thread_ts": "1700000000.000100",
+        "status": "is searching the code…",
+    }
+
+
+# -- conversations.info ------------------------------------------------------------------------
+
+
+def test_slack_connect_channel_reports_ext_shared(fake: FakeSlack, client: WebClient) -> None:
+    fake.channels["C0SHARED"] = Channel(
+        id="C0SHARED", name="acme-vendor", is_ext_shared=True, is_shared=True
+    )
+
+    info = client.conversations_info(channel="C0SHARED")["channel"]
+
+    assert info["id"] == "C0SHARED"
+    assert info["is_ext_shared"] is True and info["is_shared"] is True
+    assert info["is_channel"] is True and info["is_im"] is False
+    assert info["context_team_id"] == "T0001"
+
+
+def test_dm_info_is_an_im(fake: FakeSlack, client: WebClient) -> None:
+    fake.channels["D0DM"] = Channel(id="D0DM", is_im=True)
+
+    info = client.conversations_info(channel="D0DM")["channel"]
+
+    assert info["is_im"] is True and "name" not in info
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def test_unknown_channel_is_channel_not_found(client: WebClient) -> None:
+    for call in (
+        lambda: client.chat_postMessage(channel="C0NOPE", text="hi"),
+        lambda: client.conversations_info(channel="C0NOPE"),
+    ):
+        with pytest.raises(SlackApiError) as excinfo:
+            call()
+        assert error_of(excinfo) == "channel_not_found"
+
+
+def test_channel_without_the_bot_is_not_in_channel(fake: FakeSlack, client: WebClient) -> None:
+    fake.channels["C0OUT"] = Channel(id="C0OUT", name="random", is_member=False)
+
+    with pytest.raises(SlackApiError) as excinfo:
+        client.chat_postMessage(channel="C0OUT", text="hi")
+
+    assert error_of(excinfo) == "not_in_channel"
+    assert fake.messages("C0OUT") == []
+
+
+def test_wrong_or_missing_token(fake: FakeSlack) -> None:
+    wrong = WebClient(token="xoxb-wrong", base_url=fake.base_url, retry_handlers=[])
+    missing = WebClient(base_url=fake.base_url, retry_handlers=[])
+
+    with pytest.raises(SlackApiError) as wrong_info:
+        wrong.chat_postMessage(channel=CHANNEL, text="hi")
+    with pytest.raises(SlackApiError) as missing_info:
+        missing.auth_test()
+
+    assert error_of(wrong_info) == "invalid_auth"
+    assert error_of(missing_info) == "not_authed"
+    assert [c.token for c in fake.calls] == ["xoxb-wrong", None]
+    assert fake.messages(CHANNEL) == []
+
+
+def test_scripted_failure_then_success(fake: FakeSlack, client: WebClient) -> None:
+    fake.fail("chat.postMessage", "fatal_error")
+
+    with pytest.raises(SlackApiError) as excinfo:
+        client.chat_postMessage(channel=CHANNEL, text="hi")
+    client.chat_postMessage(channel=CHANNEL, text="hi")
+
+    assert error_of(excinfo) == "fatal_error"
+    assert excinfo.value.response.status_code == 200
+    assert len(fake.messages(CHANNEL)) == 1
+
+
+def test_unimplemented_method_is_unknown_method(client: WebClient) -> None:
+    with pytest.raises(SlackApiError) as excinfo:
+        client.api_call("users.lookupByEmail", params={"email": "a@example.invalid"})
+    assert error_of(excinfo) == "unknown_method"
+
+
+# -- rate limits -------------------------------------------------------------------------------
+
+
+def test_rate_limit_is_waited_out_by_the_sdk_retry_handler(fake: FakeSlack) -> None:
+    # Given one 429 with Retry-After: 1 and a client that retries 429s once
+    fake.rate_limit("chat.postMessage", times=1, retry_after=1)
+    client = WebClient(
+        token="xoxb-test",
+        base_url=fake.base_url,
+        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=1)],
+    )
+
+    # When the bot posts
+    posted = client.chat_postMessage(channel=CHANNEL, text="eventually")
+
+    # Then two attempts reached Slack, the second at least Retry-After later, and one message exists
+    first, second = fake.calls_to("chat.postMessage")
+    assert (first.status, second.status) == (429, 200)
+    assert second.at - first.at >= 1.0
+    assert second.args == first.args
+    assert [m["ts"] for m in fake.messages(CHANNEL)] == [posted["ts"]]
+
+
+def test_rate_limit_without_retry_handler_raises_with_retry_after(
+    fake: FakeSlack, client: WebClient
+) -> None:
+    fake.rate_limit("conversations.replies", retry_after=7)
+
+    with pytest.raises(SlackApiError) as excinfo:
+        client.conversations_replies(channel=CHANNEL, ts="1700000000.000100")
+
+    response = excinfo.value.response
+    assert response.status_code == 429
+    assert response["error"] == "ratelimited"
+    assert response.headers["Retry-After"] == "7"
+    assert [c.status for c in fake.calls] == [429]
+
+
+# -- auth.test and recording -------------------------------------------------------------------
+
+
+def test_auth_test_reports_identity_and_scopes(fake: FakeSlack, client: WebClient) -> None:
+    auth = client.auth_test()
+
+    assert (auth["user_id"], auth["bot_id"], auth["team_id"]) == ("U0BOT", "B0BOT", "T0001")
+    scopes = auth.headers["x-oauth-scopes"].split(",")
+    assert "chat:write" in scopes and "reactions:write" in scopes
+
+
+def test_custom_scopes_are_reported(fake: FakeSlack) -> None:
+    with FakeSlack(scopes=("chat:write",)) as narrow:
+        auth = WebClient(token="xoxb-test", base_url=narrow.base_url).auth_test()
+    assert auth.headers["x-oauth-scopes"] == "chat:write"
+
+
+def test_every_call_is_recorded_with_token_and_status(fake: FakeSlack, client: WebClient) -> None:
+    client.conversations_info(channel=CHANNEL)
+
+    (call,) = fake.calls
+    assert isinstance(call, Call)
+    assert (call.method, call.token, call.status) == ("conversations.info", "xoxb-test", 200)
+    assert call.args == {"channel": CHANNEL}

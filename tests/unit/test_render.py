@@ -1,0 +1,527 @@
+"""Behaviour of the Slack rendering: safe mentions, limits kept, fences balanced, honest footers."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codeask.answer import Answer
+from codeask.mirror import StaleNote
+from codeask.render import (
+    SlackMessage,
+    neutralise,
+    render_answer,
+    render_failure,
+    render_placeholder,
+    render_progress,
+)
+from codeask.snapshot import RepoRef, Snapshot
+from codeask.verify import verify_answer
+
+SHA = "a3f9c21" + "0" * 33
+REPO_URL = "https://github.com/acme/billing.git"
+COMMIT_URL = f"https://github.com/acme/billing/commit/{SHA}"
+BLOB = f"https://github.com/acme/billing/blob/{SHA}"
+
+TREE = {"billing/worker.py": 200, "billing/retry.py": 20, "README.md": 10}
+
+# Slack's documented limits (docs.slack.dev Block Kit reference).
+MAX_BLOCKS = 50
+MARKDOWN_BLOCK_MAX = 12_000
+MARKDOWN_PER_MESSAGE_MAX = 12_000
+TEXT_OBJECT_MAX = 3_000
+CONTEXT_ELEMENTS_MAX = 10
+
+MASS_MENTIONS = [
+    "<!channel>",
+    "<!here>",
+    "<!everyone>",
+    "<!here|here>",
+    "<!channel|@channel>",
+    "<!subteam^S0123ABC>",
+    "<!subteam^S0123ABC|@backend>",
+    "@channel",
+    "@here",
+    "@everyone",
+    "@Channel",
+]
+_PINGS = (
+    re.compile(r"<\s*!\s*(?:channel|here|everyone|group|all|subteam)", re.IGNORECASE),
+    re.compile(r"(?<![\w@])@(?:channel|here|everyone)\b", re.IGNORECASE),
+)
+
+
+def pings(text: str) -> bool:
+    return any(p.search(text) for p in _PINGS)
+
+
+@pytest.fixture
+def snap(tmp_path: Path) -> Snapshot:
+    root = tmp_path / "repo"
+    for rel, n in TREE.items():
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("".join(f"line {i}\n" for i in range(1, n + 1)))
+    return Snapshot(root=root, sha=SHA, repo=RepoRef(name="billing", url=REPO_URL))
+
+
+MakeAnswer = Callable[..., Answer]
+
+
+@pytest.fixture
+def make_answer(snap: Snapshot) -> MakeAnswer:
+    def make(text: str, **overrides: Any) -> Answer:
+        fields: dict[str, Any] = {
+            "question": "where are retries scheduled?",
+            "text": text,
+            "mode": "claude",
+            "snapshot": overrides.pop("snapshot", snap),
+            "branch": "main",
+            "searches": ["retry schedule"],
+            "tool_calls": 4,
+            "timings_ms": {"total": 8300.0},
+            "usage": {"cost_usd": 0.0123},
+            "model": "claude-sonnet-4-5",
+        }
+        fields.update(overrides)
+        fields["verification"] = verify_answer(text, fields["snapshot"])
+        return Answer(**fields)
+
+    return make
+
+
+# --- helpers that read messages the way Slack would ------------------------------------------
+
+
+def texts(block: dict[str, Any]) -> list[str]:
+    """Every text string a block carries."""
+    if block["type"] == "markdown":
+        return [block["text"]]
+    out = []
+    if isinstance(block.get("text"), dict):
+        out.append(block["text"]["text"])
+    out += [el["text"] for el in block.get("elements", []) if "text" in el]
+    return out
+
+
+def all_text(msg: SlackMessage) -> str:
+    return "\n".join([msg.text, *(t for b in msg.blocks for t in texts(b))])
+
+
+def markdown_texts(msgs: list[SlackMessage]) -> list[str]:
+    return [b["text"] for m in msgs for b in m.blocks if b["type"] == "markdown"]
+
+
+def footer(msg: SlackMessage) -> str:
+    last = msg.blocks[-1]
+    assert last["type"] == "context"
+    return " ".join(texts(last))
+
+
+def assert_within_limits(msgs: list[SlackMessage]) -> None:
+    for m in msgs:
+        assert len(m.blocks) <= MAX_BLOCKS
+        markdown = 0
+        for b in m.blocks:
+            if b["type"] == "markdown":
+                assert 0 < len(b["text"]) <= MARKDOWN_BLOCK_MAX
+                markdown += len(b["text"])
+            elif b["type"] == "section":
+                assert len(b["text"]["text"]) <= TEXT_OBJECT_MAX
+            elif b["type"] == "context":
+                assert 1 <= len(b["elements"]) <= CONTEXT_ELEMENTS_MAX
+                assert all(len(el["text"]) <= TEXT_OBJECT_MAX for el in b["elements"])
+            else:
+                pytest.fail(f"unexpected block type {b['type']}")
+        assert markdown <= MARKDOWN_PER_MESSAGE_MAX
+        # Well under the ~40,000 characters at which Slack truncates `text`.
+        assert 0 < len(m.text) <= 300
+
+
+def code_lines(block_texts: list[str]) -> list[str]:
+    """The lines inside fences, fences themselves left out, in the order they appear."""
+    out: list[str] = []
+    for t in block_texts:
+        inside = False
+        for line in t.split("\n"):
+            if line.lstrip().startswith("```"):
+                inside = not inside
+            elif inside:
+                out.append(line)
+    return out
+
+
+def big_answer() -> tuple[str, list[str]]:
+    """About 30,000 characters: prose and four large code blocks; returns (text, code lines)."""
+    parts: list[str] = ["Retries are scheduled in `billing/worker.py:141`, see below."]
+    code: list[str] = []
+    for k in range(4):
+        parts.append(
+            f"Paragraph {k}: " + " ".join(f"word{k}_{i}" for i in range(120))
+        )  # ~1,100 chars
+        lines = [f"    value_{k}_{i:04d} = compute({k}, {i})  # step {i}" for i in range(150)]
+        code += lines
+        parts.append("```python\n" + "\n".join(lines) + "\n```")
+    text = "\n\n".join(parts)
+    return text, code
+
+
+# --- mentions ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mention", MASS_MENTIONS)
+def test_every_form_of_mass_mention_is_made_inert(mention: str) -> None:
+    # Given a text carrying a mass mention
+    text = f"Heads up {mention} the worker retries"
+    # When it is neutralised
+    out = neutralise(text)
+    # Then it can no longer ping, and the rest of the text survives
+    assert not pings(out), out
+    assert out.startswith("Heads up ") and out.endswith(" the worker retries")
+
+
+def test_user_mentions_and_ordinary_at_signs_are_left_alone() -> None:
+    text = "Ask <@U123ABC> or <@U456|dana>; mail ops@here.example; see @channelize and @Group"
+    assert neutralise(text) == text
+
+
+def test_mass_mentions_cannot_ping_from_the_body_or_the_fallback(make_answer: MakeAnswer) -> None:
+    # Given an answer whose text tries every form of mass mention, in prose and in code
+    text = (
+        " ".join(MASS_MENTIONS)
+        + " — ping <@U123ABC> about `billing/worker.py:141`.\n\n```\n<!channel> @here\n```"
+    )
+    answer = make_answer(text)
+    # When it is rendered
+    msgs = render_answer(answer)
+    # Then nothing in any message can ping, and the user mention is still a mention
+    for m in msgs:
+        assert not pings(all_text(m)), all_text(m)
+    assert "<@U123ABC>" in "".join(markdown_texts(msgs))
+
+
+def test_the_placeholder_neutralises_the_question_and_hints_at_it() -> None:
+    # Given a question with mass mentions and a long tail
+    question = "<!channel> @here where do we schedule retries? " + "and more " * 40
+    # When the placeholder is rendered
+    msg = render_placeholder(question)
+    # Then it says it is looking, hints at the question, is short and cannot ping
+    assert msg.text.startswith("Looking into it")
+    assert "where do we schedule retries" in all_text(msg)
+    assert not pings(all_text(msg))
+    assert len(msg.text) <= 150
+    assert_within_limits([msg])
+
+
+def test_progress_is_one_short_safe_line() -> None:
+    line = render_progress("searching <!here> for `retry`\n in " + "billing/" * 40)
+    assert len(line) <= 100
+    assert "\n" not in line
+    assert not pings(line)
+    assert render_progress("syncing billing") == "syncing billing"
+
+
+# --- splitting ----------------------------------------------------------------------------------
+
+
+def test_a_long_answer_with_large_code_blocks_splits_within_limits_keeping_code_whole(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given a ~30,000-character answer with several large code blocks
+    text, code = big_answer()
+    assert 28_000 <= len(text) <= 34_000
+    answer = make_answer(text)
+    # When it is rendered
+    msgs = render_answer(answer)
+    # Then it takes several messages, each within Slack's limits
+    assert len(msgs) >= 3
+    assert_within_limits(msgs)
+    # And no block leaves a code fence open
+    bodies = markdown_texts(msgs)
+    for body in bodies:
+        assert body.count("```") % 2 == 0, body[:200]
+    # And every code line is there, once, in order
+    assert code_lines(bodies) == code
+    # And the prose is all there too
+    joined = "\n".join(bodies)
+    for k in range(4):
+        assert f"Paragraph {k}: word{k}_0" in joined and f"word{k}_119" in joined
+
+
+def test_a_single_huge_code_block_is_closed_and_reopened_with_its_language(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given one 10,000-character Go code block
+    lines = [f"\tx{i:04d} := step({i}) // comment {i}" for i in range(300)]
+    text = "Here is the loop:\n\n```go\n" + "\n".join(lines) + "\n```\n\nThat is all."
+    assert len(text) >= 10_000
+    answer = make_answer(text)
+    # When it is rendered
+    msgs = render_answer(answer)
+    bodies = markdown_texts(msgs)
+    with_code = [b for b in bodies if "```" in b]
+    # Then the block is split, every piece opening with the same language and closing its fence
+    assert len(with_code) >= 2
+    for b in with_code:
+        assert b.count("```") == 2
+        fences = [ln for ln in b.split("\n") if ln.startswith("```")]
+        assert fences == ["```go", "```"]
+    assert code_lines(bodies) == lines
+    assert bodies[0].startswith("Here is the loop:")
+    assert bodies[-1].rstrip().endswith("That is all.")
+    assert_within_limits(msgs)
+
+
+def test_splits_fall_between_paragraphs_rather_than_inside_them(make_answer: MakeAnswer) -> None:
+    # Given prose paragraphs that together need several blocks
+    paragraphs = [f"Paragraph {k}. " + "The retry logic is careful. " * 40 for k in range(12)]
+    answer = make_answer("\n\n".join(paragraphs))
+    # When it is rendered
+    bodies = markdown_texts(render_answer(answer))
+    # Then each paragraph sits whole in one block
+    assert len(bodies) > 1
+    for p in paragraphs:
+        assert sum(p.strip() in b for b in bodies) == 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_any_mix_of_prose_and_code_stays_within_limits_and_loses_no_code(
+    seed: int, make_answer: MakeAnswer
+) -> None:
+    # Given an answer of random paragraphs, unbroken runs and code blocks of random sizes
+    rnd = random.Random(seed)
+    parts: list[str] = []
+    code: list[str] = []
+    for _ in range(rnd.randint(1, 25)):
+        roll = rnd.random()
+        if roll < 0.4:
+            parts.append(" ".join("w" * rnd.randint(1, 12) for _ in range(rnd.randint(1, 600))))
+        elif roll < 0.5:
+            parts.append("x" * rnd.randint(1, 7000))  # no space to cut at
+        else:
+            lines = [
+                f"{'y' * rnd.randint(0, 110)}#{len(code) + i}" for i in range(rnd.randint(0, 300))
+            ]
+            code += lines
+            parts.append(f"```{rnd.choice(['', 'python', 'ts'])}\n" + "\n".join(lines) + "\n```")
+    answer = make_answer("\n\n".join(parts))
+    # When it is rendered
+    msgs = render_answer(answer)
+    # Then every message is within limits, every block balanced, and the code all there in order
+    assert_within_limits(msgs)
+    bodies = markdown_texts(msgs)
+    assert all(b.count("```") % 2 == 0 for b in bodies)
+    assert code_lines(bodies) == code
+
+
+def test_an_unclosed_fence_is_closed(make_answer: MakeAnswer) -> None:
+    answer = make_answer("Look:\n\n```python\nprint('hi')")
+    bodies = markdown_texts(render_answer(answer))
+    assert all(b.count("```") % 2 == 0 for b in bodies)
+    assert code_lines(bodies) == ["print('hi')"]
+
+
+def test_continuations_are_labelled_and_only_they_are(make_answer: MakeAnswer) -> None:
+    text, _ = big_answer()
+    msgs = render_answer(make_answer(text))
+    n = len(msgs)
+    assert n >= 2
+    assert "continued" not in all_text(msgs[0])
+    for i, m in enumerate(msgs[1:], start=2):
+        assert f"(continued {i}/{n})" in " ".join(texts(m.blocks[0]))
+        assert f"(continued {i}/{n})" in m.text
+
+
+# --- fallback text ----------------------------------------------------------------------------
+
+
+def test_the_fallback_is_the_first_line_short_and_without_markup(make_answer: MakeAnswer) -> None:
+    # Given an answer whose first line is heavy with markup
+    text = (
+        "## **Retries** are _scheduled_ in `billing/worker.py:141` via "
+        "[the scheduler](https://example.com/x) for <@U123|dana> " + "and so on " * 30 + "\n\n"
+        "Second paragraph."
+    )
+    msgs = render_answer(make_answer(text))
+    fallback = msgs[0].text
+    # Then the notification text is that line, plain and short
+    assert fallback.startswith("Retries are scheduled in billing/worker.py:141 via the scheduler")
+    assert len(fallback) <= 150
+    assert not re.search(r"[`*<>\[\]#]|\]\(", fallback)
+    assert "Second paragraph" not in fallback
+
+
+def test_the_fallback_skips_a_leading_code_block(make_answer: MakeAnswer) -> None:
+    msgs = render_answer(make_answer("```\n@here code first\n```\nThen the words."))
+    assert msgs[0].text == "Then the words."
+
+
+# --- citations ----------------------------------------------------------------------------------
+
+
+def test_the_first_backticked_citation_becomes_a_link_and_code_is_untouched(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given a verified citation written in backticks twice, and once inside a code block
+    text = (
+        "Retries start in `billing/worker.py:141`.\n\n"
+        "```python\n# billing/worker.py:141\nretry()\n```\n\n"
+        "Again: `billing/worker.py:141`."
+    )
+    body = "\n".join(markdown_texts(render_answer(make_answer(text))))
+    # Then the first mention is a link to the line at the commit, and the rest stay as written
+    link = f"[billing/worker.py:141]({BLOB}/billing/worker.py#L141)"
+    assert body.count(link) == 1
+    assert body.index(link) < body.index("```python")
+    assert "# billing/worker.py:141\nretry()" in body
+    assert "Again: `billing/worker.py:141`." in body
+
+
+def test_unverified_citations_are_never_linked(make_answer: MakeAnswer) -> None:
+    body = "\n".join(markdown_texts(render_answer(make_answer("See `billing/ledger.py:3`."))))
+    assert "See `billing/ledger.py:3`." in body
+    assert "](" not in body
+
+
+# --- warning, stale note, footer -----------------------------------------------------------------
+
+
+def test_the_unverified_warning_is_shown_in_the_last_message(make_answer: MakeAnswer) -> None:
+    # Given a long answer that also cites a file that does not exist
+    text, _ = big_answer()
+    answer = make_answer(text + "\n\nAlso see `billing/ledger.py:3`.")
+    assert answer.warning
+    # When it is rendered
+    msgs = render_answer(answer)
+    # Then the warning is visible in the last message, before the footer, and only there
+    assert len(msgs) > 1
+    warning_blocks = [b for b in msgs[-1].blocks if "Could not verify" in " ".join(texts(b))]
+    assert len(warning_blocks) == 1
+    assert warning_blocks[0]["type"] in ("section", "context")
+    assert "⚠️" in " ".join(texts(warning_blocks[0]))
+    assert "billing/ledger.py:3" in " ".join(texts(warning_blocks[0]))
+    assert all("Could not verify" not in all_text(m) for m in msgs[:-1])
+    assert_within_limits(msgs)
+
+
+def test_no_warning_when_everything_is_verified(make_answer: MakeAnswer) -> None:
+    msgs = render_answer(make_answer("Retries start in `billing/worker.py:141`."))
+    assert len(msgs) == 1
+    assert "Could not verify" not in all_text(msgs[0])
+
+
+def test_the_warning_cannot_ping_even_when_searches_carry_mentions(
+    make_answer: MakeAnswer,
+) -> None:
+    answer = make_answer("See `billing/ledger.py:3`.", searches=["<!channel> retry", "@here"])
+    msgs = render_answer(answer)
+    assert "Could not verify" in all_text(msgs[-1])
+    assert not pings(all_text(msgs[-1]))
+
+
+def test_the_footer_states_commit_mode_calls_time_and_cost(make_answer: MakeAnswer) -> None:
+    # Given a model answer
+    answer = make_answer("Retries start in `billing/worker.py:141`.")
+    # When it is rendered with the worker's elapsed time
+    msgs = render_answer(answer, elapsed_s=12.46)
+    foot = footer(msgs[-1])
+    # Then the footer links repo@sha to the commit and states how the answer was made
+    assert f"<{COMMIT_URL}|billing@a3f9c21>" in foot
+    assert "main" in foot
+    assert "claude" in foot
+    assert "4 tool calls" in foot
+    assert "12.5 s" in foot
+    assert "$0.012" in foot
+    assert "stopped early" not in foot
+
+
+def test_the_footer_falls_back_to_the_measured_total_time(make_answer: MakeAnswer) -> None:
+    foot = footer(render_answer(make_answer("An answer."))[-1])
+    assert "8.3 s" in foot
+
+
+def test_a_search_only_footer_says_so_and_shows_no_cost(make_answer: MakeAnswer) -> None:
+    answer = make_answer(
+        "Matches for `retry`: `billing/retry.py:3`.",
+        mode="search-only",
+        model=None,
+        usage={"cost_usd": 0.0, "rounds": 0},
+        tool_calls=1,
+    )
+    foot = footer(render_answer(answer)[-1])
+    assert "search-only" in foot
+    assert "$" not in foot
+    assert "1 tool call" in foot and "1 tool calls" not in foot
+
+
+def test_a_stopped_early_answer_says_so_in_the_footer(make_answer: MakeAnswer) -> None:
+    foot = footer(render_answer(make_answer("Partial.", stopped_early="time"))[-1])
+    assert "stopped early" in foot
+
+
+def test_an_unknown_host_gets_a_plain_repo_at_sha(tmp_path: Path, make_answer: MakeAnswer) -> None:
+    (tmp_path / "r").mkdir()
+    snap = Snapshot(root=tmp_path / "r", sha=SHA, repo=RepoRef("internal", "/srv/git/internal"))
+    foot = footer(render_answer(make_answer("An answer.", snapshot=snap))[-1])
+    assert "internal@a3f9c21" in foot
+    assert "<" not in foot and "|" not in foot
+
+
+def test_the_stale_note_is_shown(make_answer: MakeAnswer) -> None:
+    # Given an answer read from a mirror that could not be refreshed
+    stale = StaleNote(
+        sha=SHA, as_of=datetime(2025, 3, 1, 9, 30, tzinfo=UTC), reason="fetch timed out"
+    )
+    answer = make_answer("Retries start in `billing/worker.py:141`.", stale=stale)
+    # When it is rendered
+    text = all_text(render_answer(answer)[0])
+    # Then readers are told it may be stale, as of when, and why
+    assert "may be stale" in text
+    assert "2025-03-01 09:30 UTC" in text
+    assert "fetch timed out" in text
+
+
+# --- failures -----------------------------------------------------------------------------------
+
+FAILURE_KINDS = [
+    "timeout",
+    "error",
+    "refused_channel",
+    "refused_dm",
+    "refused_shared",
+    "refused_team",
+    "not_configured",
+    "empty",  # the worker's answer to a mention with no question in it
+]
+
+
+@pytest.mark.parametrize("kind", FAILURE_KINDS)
+def test_each_failure_kind_has_its_own_short_polite_message(kind: str) -> None:
+    msg = render_failure(kind)
+    assert msg.text and len(msg.text) <= 300
+    assert_within_limits([msg])
+    others = {render_failure(k).text for k in FAILURE_KINDS if k != kind}
+    assert msg.text not in others
+
+
+def test_failure_details_never_show_stack_traces_secrets_or_mentions() -> None:
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: boom'
+    assert "Traceback" not in all_text(render_failure("error", trace))
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    shown = all_text(render_failure("error", f"clone failed with {token} <!channel>"))
+    assert "clone failed" in shown
+    assert token not in shown
+    assert not pings(shown)
+    assert "<" not in render_failure("error", "bad <https://x.example|link>").text
+
+
+def test_an_unknown_failure_kind_still_renders() -> None:
+    msg = render_failure("something-new")
+    assert msg.text
+    assert_within_limits([msg])
