@@ -12,7 +12,7 @@ SAM_VENV := .venv-sam
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed
 
-.PHONY: ask test lint bench venv sam-build clean
+.PHONY: ask test e2e lint bench venv sam-build clean
 
 $(STAMP): pyproject.toml layers/codeask/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "codeask needs Python 3.11+; set PYTHON=python3.11")'
@@ -42,6 +42,15 @@ sam-build: $(SAM_STAMP)
 	  prefix=$$(pyenv prefix 3.13.0 2>/dev/null) && export PATH="$$prefix/bin:$$PATH"; \
 	fi; \
 	set -x; $(SAM) build
+
+# The whole chain on loopback: moto server (SQS, DynamoDB, Secrets Manager), a fake Slack Web API,
+# a scripted fake Messages API; signed events in, verified answers out, then a 100-question burst
+# with injected faults whose figures land in bench/out/reliability.json.
+e2e: $(STAMP)
+	@mkdir -p bench/out
+	CODEASK_RELIABILITY_REPORT=bench/out/reliability.json $(BIN)/python -m pytest -q \
+		tests/integration/test_e2e.py tests/integration/test_reliability.py
+	@cat bench/out/reliability.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -16,7 +16,7 @@ MAX_TURN_CHARS = 3000
 
 @dataclass
 class AnswerState:
-    status: str  # "working" or "answered"
+    status: str  # "working", "retry" (given back after a caught failure) or "answered"
     owner: str
     started_at: float
     placeholder_ts: str | None = None
@@ -84,19 +84,21 @@ class StateStore:
         current = self.get_answer(key)
         if current is None or current.status == "answered":
             return None
-        if current.owner != owner and now - current.started_at < stale_after_s:
+        live = current.status == "working" and now - current.started_at < stale_after_s
+        if current.owner != owner and live:
             return None
         try:
             self.db.update_item(
                 TableName=self.table,
                 Key={"pk": {"S": pk}},
-                UpdateExpression="SET #o = :o, started_at = :t",
-                ConditionExpression="#s = :working AND started_at = :seen",
+                UpdateExpression="SET #o = :o, started_at = :t, #s = :working",
+                ConditionExpression="#s = :seen_status AND started_at = :seen",
                 ExpressionAttributeNames={"#o": "owner", "#s": "status"},
                 ExpressionAttributeValues={
                     ":o": {"S": owner},
                     ":t": {"N": repr(now)},
                     ":working": {"S": "working"},
+                    ":seen_status": {"S": current.status},
                     ":seen": {"N": repr(current.started_at)},
                 },
             )
@@ -106,6 +108,25 @@ class StateStore:
             raise
         current.owner, current.started_at = owner, now
         return current
+
+    def release_answer(self, key: str, owner: str) -> None:
+        """Give a job back after a failure we caught, so its redelivery need not wait it out."""
+        try:
+            self.db.update_item(
+                TableName=self.table,
+                Key={"pk": {"S": "answer#" + key}},
+                UpdateExpression="SET #s = :retry",
+                ConditionExpression="#o = :o AND #s = :working",
+                ExpressionAttributeNames={"#s": "status", "#o": "owner"},
+                ExpressionAttributeValues={
+                    ":retry": {"S": "retry"},
+                    ":o": {"S": owner},
+                    ":working": {"S": "working"},
+                },
+            )
+        except Exception as e:
+            if not _conditional_failed(e):
+                raise
 
     def get_answer(self, key: str) -> AnswerState | None:
         item = self.db.get_item(

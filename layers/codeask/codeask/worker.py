@@ -129,10 +129,10 @@ def answer_job(
         logger.info("job already answered or in hand", extra={"event_id": job.event_id})
         return Outcome("skipped")
     placeholder = state.placeholder_ts
-    if placeholder is None:
-        placeholder = _post(slack, job.channel, job.thread_ts, render_placeholder(job.text))
-        store.record_posts(key, placeholder, state.posted_ts)
     try:
+        if placeholder is None:
+            placeholder = _post(slack, job.channel, job.thread_ts, render_placeholder(job.text))
+            store.record_posts(key, placeholder, state.posted_ts)
         return _answer(
             job,
             settings,
@@ -146,14 +146,17 @@ def answer_job(
         )
     except Exception as e:
         logger.exception("answer failed", extra={"event_id": job.event_id, "channel": job.channel})
-        kind = "error"
         detail = str(e) if isinstance(e, CodeaskError) else None
         if isinstance(e, CodeaskError) or last_attempt:
             # A clear, final failure: say so once and stop; nothing to gain from a redelivery.
-            _update(slack, job.channel, placeholder, render_failure(kind, detail))
+            failure = render_failure("error", detail)
+            if placeholder is None:
+                placeholder = _post(slack, job.channel, job.thread_ts, failure)
+            else:
+                _update(slack, job.channel, placeholder, failure)
             store.finish_answer(key, [placeholder])
             return Outcome("failed")
-        _update(slack, job.channel, placeholder, render_placeholder(job.text))
+        store.release_answer(key, owner)
         raise
 
 
