@@ -9,8 +9,9 @@ from pathlib import Path
 
 from codeask.errors import ConfigError
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_CHANNEL_RE = re.compile(r"^[CG][A-Z0-9]{6,}$")
+# Used with fullmatch: "$" would also accept a trailing newline.
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_CHANNEL_RE = re.compile(r"[CG][A-Z0-9]{6,}")
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class BotConfig:
             raise ConfigError('CODEASK_CONFIG needs "channels": {"C0123ABCD": ["name", ...]}')
         repos: dict[str, RepoEntry] = {}
         for name, spec in raw_repos.items():
-            if not _NAME_RE.match(str(name)):
+            if not _NAME_RE.fullmatch(str(name)):
                 raise ConfigError(
                     f"CODEASK_CONFIG: repo name {name!r} must be letters, digits, . _ -"
                 )
@@ -80,14 +81,18 @@ class BotConfig:
             repos[name] = RepoEntry(name=name, url=spec["url"], branch=branch)
         channels: dict[str, tuple[str, ...]] = {}
         for channel, names in raw_channels.items():
-            if not _CHANNEL_RE.match(str(channel)):
+            if not _CHANNEL_RE.fullmatch(str(channel)):
                 raise ConfigError(
                     f"CODEASK_CONFIG: {channel!r} is not a Slack channel ID (like C0123ABCD); "
                     "DMs cannot be configured"
                 )
             if isinstance(names, str):
                 names = [names]
-            if not isinstance(names, list) or not names:
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(n, str) for n in names)
+            ):
                 raise ConfigError(f"CODEASK_CONFIG: channel {channel} needs a list of repo names")
             unknown = [n for n in names if n not in repos]
             if unknown:

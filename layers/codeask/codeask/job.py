@@ -61,19 +61,36 @@ class Job:
         unknown = sorted(set(data) - names)
         if missing or unknown:
             raise JobRejected(f"job fields wrong: missing {missing}, unknown {unknown}")
-        try:
-            return cls(
-                event_id=str(data["event_id"]),
-                team_id=str(data["team_id"]),
-                channel=str(data["channel"]),
-                user=str(data["user"]),
-                text=str(data["text"]),
-                message_ts=str(data["message_ts"]),
-                thread_ts=str(data["thread_ts"]),
-                event_time=float(data["event_time"]),
-                repos=tuple(str(r) for r in data["repos"]),
-                received_at=float(data["received_at"]),
-                version=JOB_VERSION,
-            )
-        except (TypeError, ValueError) as e:
-            raise JobRejected(f"job field has the wrong type: {e}") from None
+        # Checked, not coerced: str() would turn None into the question "None" and a string of
+        # repos into its characters.
+        texts = ("event_id", "team_id", "channel", "user", "text", "message_ts", "thread_ts")
+        wrong = [n for n in texts if not isinstance(data[n], str)]
+        wrong += [
+            n
+            for n in ("event_time", "received_at")
+            if isinstance(data[n], bool) or not isinstance(data[n], int | float)
+        ]
+        repos = data["repos"]
+        if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
+            wrong.append("repos")
+        if wrong:
+            raise JobRejected(f"job fields have the wrong type: {sorted(wrong)}")
+        times: dict[str, float] = {}
+        for n in ("event_time", "received_at"):
+            try:
+                times[n] = float(data[n])
+            except OverflowError:
+                raise JobRejected(f"job field {n!r} is out of range") from None
+        return cls(
+            event_id=data["event_id"],
+            team_id=data["team_id"],
+            channel=data["channel"],
+            user=data["user"],
+            text=data["text"],
+            message_ts=data["message_ts"],
+            thread_ts=data["thread_ts"],
+            event_time=times["event_time"],
+            repos=tuple(repos),
+            received_at=times["received_at"],
+            version=JOB_VERSION,
+        )

@@ -16,7 +16,7 @@ from codeask.job import Job
 from codeask.state import StateStore
 
 _MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
-_TS_RE = re.compile(r"^\d{1,12}$")
+_TS_RE = re.compile(r"[0-9]{1,12}")  # ASCII digits only, used with fullmatch
 
 REFUSALS = {
     "dm": "I only answer in channels whose members can all read the code, not in direct messages.",
@@ -50,7 +50,7 @@ def verify_signature(secret: str, headers: dict[str, str], body: bytes, now: flo
 
         ts = headers.get("x-slack-request-timestamp", "")
         sig = headers.get("x-slack-signature", "")
-        if not _TS_RE.match(ts) or not sig.isascii() or not sig.startswith("v0="):
+        if not _TS_RE.fullmatch(ts) or not sig.isascii() or not sig.startswith("v0="):
             return False
         if abs(now - int(ts)) > 300:
             return False
@@ -103,6 +103,13 @@ def _bot_user(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def _strip_mention(text: str, bot_user: str | None) -> str:
+    """The question without the bot's own mention; other people's mentions are part of it."""
+    if bot_user:
+        return re.sub(rf"<@{re.escape(bot_user)}(?:\|[^>]*)?>", "", text).strip()
+    return _MENTION_RE.sub("", text).strip()
+
+
 def _event(
     payload: dict[str, Any],
     config: BotConfig,
@@ -139,12 +146,13 @@ def _event(
         return Ack(200, "", "duplicate")
     team = str(payload.get("team_id") or "")
     asker_team = str(ev.get("user_team") or ev.get("team") or team)
+    expected_team = config.team_id or team
     reason = None
     if is_dm:
         reason = "dm"
     elif payload.get("is_ext_shared_channel") or ev.get("is_ext_shared_channel"):
         reason = "shared"
-    elif asker_team != (config.team_id or team):
+    elif not asker_team or asker_team != expected_team:
         reason = "team"
     elif config.repos_for(channel) is None:
         reason = "channel"
@@ -154,7 +162,7 @@ def _event(
         return Ack(200, "", f"refused:{reason}")
     if not store.claim(f"msg#{channel}#{ts}"):
         return Ack(200, "", "duplicate")
-    text = _MENTION_RE.sub("", str(ev.get("text") or "")).strip()
+    text = _strip_mention(str(ev.get("text") or ""), bot_user)
     job = Job(
         event_id=event_id,
         team_id=team,
