@@ -375,7 +375,9 @@ def test_security_groups_let_nfs_reach_efs_only_from_the_functions(
     group = {"Fn::GetAtt": ["LambdaSecurityGroup", "GroupId"]}
     efs_group = {"Fn::GetAtt": ["EfsSecurityGroup", "GroupId"]}
     out = props(template, "LambdaSecurityGroup")["SecurityGroupEgress"]
+    # https (Slack, model, AWS, git), ssh and git:// remotes, and nothing else to the internet
     assert sorted((r["FromPort"], r["ToPort"], r["CidrIp"]) for r in out) == [
+        (22, 22, "0.0.0.0/0"),
         (443, 443, "0.0.0.0/0"),
         (9418, 9418, "0.0.0.0/0"),
     ]
