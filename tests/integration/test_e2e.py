@@ -191,3 +191,43 @@ def test_schedule_event_warms_every_repo_and_survives_a_broken_one(
     )
     assert result["repos"]["billing"] == stack.repo.head()
     assert result["failed"] == ["gone"]
+
+
+def test_progress_shows_as_assistant_status_or_else_as_placeholder_edits(stack: Stack) -> None:
+    model_answers(stack)
+    ack(event("app_mention"))
+    work(stack.queued())
+    assert any("search" in s["status"] for s in stack.slack.statuses)
+    # where the workspace refuses statuses, the placeholder is edited instead (throttled)
+    stack.slack.fail("assistant.threads.setStatus", "not_allowed", times=100)
+    edits_before = len(stack.slack.calls_to("chat.update"))
+    ack(event("app_mention", **{"event_id": "Ev0SECOND01", "event.ts": "1764430100.000100"}))
+    work(stack.queued())
+    edits = stack.slack.calls_to("chat.update")[edits_before:]
+    assert len(edits) >= 2  # at least one progress edit, then the answer
+    assert edits[0].args["text"].startswith("⏳")
+
+
+def test_a_follow_up_in_the_thread_carries_the_earlier_turn(stack: Stack) -> None:
+    model_answers(stack)
+    ack(event("app_mention"))
+    work(stack.queued())
+    # a reply in the thread without a mention
+    follow = event(
+        "app_mention",
+        **{"event_id": "Ev0FOLLOW01", "event.type": "message", "event.channel_type": "channel",
+           "event.text": "and how long does it wait between tries?", "event.ts": "1764430200.000100",
+           "event.thread_ts": "1764430000.000100"},
+    )  # fmt: skip
+    assert ack(follow)["statusCode"] == 200
+    records = stack.queued()
+    assert len(records) == 1
+    work(records)
+    body = stack.model.requests[-1].body
+    assert body["messages"][0]["content"] == "Question: where do we retry failed jobs?"
+    assert "how long does it wait" in json.dumps(body["messages"][-3:])
+    assert len(bot_replies(stack, "1764430000.000100")) == 2
+    # a plain message in a thread the bot never answered in is not a question
+    other = event("app_mention", **{"event_id": "Ev0OTHERTHREAD", "event.type": "message",
+                                     "event.ts": "1764430300.000100", "event.thread_ts": "1764439999.000100"})  # fmt: skip
+    assert ack(other)["statusCode"] == 200 and stack.queued() == []

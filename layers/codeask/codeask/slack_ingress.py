@@ -150,7 +150,7 @@ def _event(
     reason = None
     if is_dm:
         reason = "dm"
-    elif payload.get("is_ext_shared_channel") or ev.get("is_ext_shared_channel"):
+    elif ev.get("is_ext_shared_channel"):
         reason = "shared"
     elif not asker_team or asker_team != expected_team:
         reason = "team"
