@@ -3,10 +3,11 @@
 from typing import Any
 
 from codeask.lambdas import answer_batch
-from codeask.ops import logger, metrics
+from codeask.ops import logger, metrics, tracer
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer().capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return answer_batch(event, context)

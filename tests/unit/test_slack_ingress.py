@@ -969,3 +969,15 @@ def test_an_asker_from_the_configured_team_is_accepted(store: StateStore) -> Non
     # Then the question is queued
     assert ack.outcome == "queued"
     assert ingress.refusals == []
+
+
+def test_a_failure_after_the_claim_releases_it_so_the_retry_is_processed(ingress: Ingress) -> None:
+    # Given an event whose envelope breaks job building (a malformed event_time)
+    broken = envelope(mention(), event_time="not-a-time")
+    # When it is delivered
+    ack = ingress.deliver(request(broken))
+    # Then Slack gets a 500 and nothing is queued
+    assert ack.status == 500 and ingress.queued == []
+    # And Slack's retry of the same event (fixed upstream) is queued, not dropped as a duplicate
+    assert ingress.deliver(request(envelope(mention()), retry=1)).status == 200
+    assert len(ingress.queued) == 1

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeask.model import RetryPolicy, Usage, create_message
+from codeask.ops import span
 from codeask.tools import Toolbox
 
 SYSTEM_PROMPT = """\
@@ -217,7 +218,10 @@ def run_loop(
         if final:
             request["tool_choice"] = {"type": "none"}
         t0 = time.monotonic()
-        response = create_message(client, request, deadline=deadline, policy=retry, on_retry=notify)
+        with span(f"model round {rounds + 1}"):
+            response = create_message(
+                client, request, deadline=deadline, policy=retry, on_retry=notify
+            )
         usage.add(response.usage, price, (time.monotonic() - t0) * 1000)
         rounds += 1
         blocks = _message_blocks(response.content)
@@ -233,7 +237,7 @@ def run_loop(
             return done(text)
         t1 = time.monotonic()
         with ThreadPoolExecutor(max_workers=max(1, min(max_parallel_tools, len(calls)))) as pool:
-            results = list(pool.map(lambda c: toolbox.run(c["name"], c["input"]), calls))
+            results = list(pool.map(lambda c: _traced_tool(toolbox, c), calls))
         tools_ms += (time.monotonic() - t1) * 1000
         messages.append(
             {
@@ -249,6 +253,11 @@ def run_loop(
                 ],
             }
         )
+
+
+def _traced_tool(toolbox: Toolbox, call: dict[str, Any]) -> Any:
+    with span(f"tool {call['name']}"):
+        return toolbox.run(call["name"], call["input"])
 
 
 _REASONS = {"rounds": "tool-call", "time": "time", "cost": "cost", "output": "output"}

@@ -13,6 +13,7 @@ from codeask.agent import Budget, Turn, run_loop
 from codeask.errors import BadInput
 from codeask.mirror import MirrorStore, RepoSpec, StaleNote, redact_url
 from codeask.model import ModelUnavailable, Usage, make_client, price_for, prices
+from codeask.ops import span
 from codeask.permalinks import commit_link
 from codeask.redact import RedactionGate
 from codeask.settings import Settings
@@ -37,6 +38,8 @@ class Answer:
     redactions: dict[str, int] = field(default_factory=dict)
     stopped_early: str | None = None
     model: str | None = None
+    fetched: bool = False  # the sync fetched new commits
+    model_fallback: bool = False  # the model was unavailable and search-only stood in
 
     @property
     def warning(self) -> str | None:
@@ -135,9 +138,10 @@ def ask(
     notify = on_event or (lambda _msg: None)
     history = list(history or [])
     notify(f"syncing {spec.name} ({redact_url(spec.url)})")
-    snapshot, branch, stale, fetched, sync_timings = _checkout(
-        spec, store, history, question, notify
-    )
+    with span("sync"):
+        snapshot, branch, stale, fetched, sync_timings = _checkout(
+            spec, store, history, question, notify
+        )
     t_sync = time.monotonic()
     notify(
         f"{'fetched' if fetched else 'up to date'} at {snapshot.sha[:7]} "
@@ -218,6 +222,8 @@ def ask(
         redactions=toolbox.redactions,
         stopped_early=stopped,
         model=settings.model if mode == "claude" else None,
+        fetched=fetched,
+        model_fallback=settings.has_model and mode == "search-only",
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from codeask import clients
 from codeask.errors import ConfigError
 from codeask.job import Job
-from codeask.ops import MetricUnit, logger, metrics
+from codeask.ops import emit, logger, span
 from codeask.secrets import with_secrets
 from codeask.settings import Settings
 
@@ -76,15 +76,16 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
         logger.append_keys(event_id=result.job.event_id, channel=result.job.channel,
                            thread_ts=result.job.thread_ts, user=result.job.user)  # fmt: skip
     if outcome == "queued":
-        metrics.add_metric(name="QuestionsReceived", unit=MetricUnit.Count, value=1)
+        emit("QuestionsReceived", 1)
     elif outcome == "refused":
-        metrics.add_metric(name=f"Refused_{why}", unit=MetricUnit.Count, value=1)
+        emit("Refusals", 1, why)
     elif outcome == "unauthorized":
-        metrics.add_metric(name="UnauthorizedRequests", unit=MetricUnit.Count, value=1)
+        emit("UnauthorizedRequests", 1)
     elif outcome == "duplicate":
-        metrics.add_metric(name="DuplicateDeliveries", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="AckLatency", unit=MetricUnit.Milliseconds,
-                       value=(time.monotonic() - started) * 1000)  # fmt: skip
+        emit("DuplicateDeliveries", 1)
+    elif outcome == "error":
+        emit("AckErrors", 1)
+    emit("AckLatency", (time.monotonic() - started) * 1000)
     logger.info("slack event", extra={"outcome": result.outcome, "status": result.status})
     return {"statusCode": result.status, "headers": result.headers, "body": result.body}
 
@@ -107,22 +108,48 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
                        user=job.user)  # fmt: skip
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 300.0
     receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", "1"))
-    outcome = worker.answer_job(
-        job,
-        settings=s,
-        store=StateStore(s.table_name, clients.aws("dynamodb")),
-        slack=_slack(s),
-        mirrors=MirrorStore.from_settings(s),
-        deadline=time.monotonic() + remaining - s.answer_margin_s,
-        owner=getattr(context, "aws_request_id", None) or uuid.uuid4().hex,
-        last_attempt=receives >= 3,
-        model_client=(lambda: make_client(s)) if s.has_model else None,
-    )
-    metrics.add_metric(name=f"Jobs_{outcome.status}", unit=MetricUnit.Count, value=1)
+    with span("job"):
+        outcome = worker.answer_job(
+            job,
+            settings=s,
+            store=StateStore(s.table_name, clients.aws("dynamodb")),
+            slack=_slack(s),
+            mirrors=MirrorStore.from_settings(s),
+            deadline=time.monotonic() + remaining - s.answer_margin_s,
+            owner=getattr(context, "aws_request_id", None) or uuid.uuid4().hex,
+            last_attempt=receives >= 3,
+            model_client=(lambda: make_client(s)) if s.has_model else None,
+        )
+    if outcome.status == "skipped":
+        emit("JobsSkipped", 1)
+    elif outcome.status == "failed":
+        emit("Errors", 1, "answer_failed")
     if outcome.answer is not None:
-        metrics.add_metric(name="EndToEndLatency", unit=MetricUnit.Seconds,
-                           value=max(0.0, time.time() - job.event_time))  # fmt: skip
+        _answer_metrics(outcome.answer, job)
     return outcome.status
+
+
+def _answer_metrics(ans: Any, job: Job) -> None:
+    """One answer's figures: what the dashboard's latency, cost and trust widgets are made of."""
+    logger.append_keys(repo=ans.snapshot.repo.name, sha=ans.snapshot.sha)
+    usage = ans.usage
+    emit("AnswersPosted", 1)
+    emit("EndToEndLatency", max(0.0, time.time() - job.event_time))
+    emit("SyncLatency", ans.timings_ms.get("sync", 0.0))
+    emit("SyncFetches", 1 if ans.fetched else 0)
+    emit("ModelRounds", usage.get("rounds", 0))
+    emit("ToolCalls", ans.tool_calls)
+    emit("InputTokens", usage.get("input_tokens", 0))
+    emit("OutputTokens", usage.get("output_tokens", 0))
+    emit("CacheReadTokens", usage.get("cache_read_tokens", 0))
+    emit("CacheWriteTokens", usage.get("cache_write_tokens", 0))
+    emit("EstimatedCostUSD", usage.get("cost_usd", 0.0))
+    unverified = len(ans.verification.unverified)
+    emit("UnverifiedPaths", unverified)
+    emit("AnswersWithUnverifiedPaths", 1 if unverified else 0)
+    emit("Redactions", sum(ans.redactions.values()))
+    emit("ModelFallbacks", 1 if ans.model_fallback else 0)
+    emit("StoppedEarly", 1 if ans.stopped_early else 0)
 
 
 def answer_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -157,14 +184,17 @@ def warm_all() -> dict[str, Any]:
     results: dict[str, str] = {}
     for name, entry in s.bot_config.repos.items():
         started = time.monotonic()
+        spec = None
         try:
-            sha = store.warm(RepoSpec.parse(entry.url, branch=entry.branch, name=name))
-            results[name] = sha
-            metrics.add_metric(name="MirrorWarmed", unit=MetricUnit.Count, value=1)
+            spec = RepoSpec.parse(entry.url, branch=entry.branch, name=name)
+            results[name] = store.warm(spec)
         except Exception as e:  # noqa: BLE001 - report it and carry on with the next repo
             results[name] = f"error: {type(e).__name__}: {str(e)[:200]}"
-            metrics.add_metric(name="MirrorWarmFailed", unit=MetricUnit.Count, value=1)
+            emit("MirrorWarmFailures", 1, name)
             logger.warning("warm failed", extra={"repo": name, "error": results[name]})
+        synced = store.last_synced_at(spec) if spec is not None else None
+        if synced is not None:
+            emit("MirrorAge", max(0.0, time.time() - synced.timestamp()), name)
         logger.info(
             "warmed", extra={"repo": name, "ms": round((time.monotonic() - started) * 1000)}
         )

@@ -530,6 +530,13 @@ class MirrorStore:
         finally:
             thread_lock.release()
 
+    def last_synced_at(self, spec: RepoSpec) -> datetime | None:
+        """When the mirror last agreed with the remote for the spec's branch (its default if None)."""
+        state = self._read_state(self.mirror_dir(spec))
+        branch = spec.branch or state.get("default_branch")
+        entry = (state.get("branches") or {}).get(branch) if branch else None
+        return _parse_time(entry.get("synced_at")) if isinstance(entry, dict) else None
+
     def _read_state(self, mdir: Path) -> dict[str, Any]:
         try:
             data = json.loads(_sibling(mdir, ".json").read_text(encoding="utf-8"))

@@ -144,13 +144,38 @@ def _event(
     event_id = str(payload.get("event_id") or f"{channel}:{ts}")
     if not store.claim(f"event#{event_id}"):
         return Ack(200, "", "duplicate")
+    claims = [f"event#{event_id}"]
+    try:
+        return _claimed(payload, ev, config, store, enqueue, refuse, now, claims, bot_user, is_dm)
+    except Exception:
+        # Nothing may be lost: whatever failed after the claim, forget the claims and answer 500,
+        # so Slack's retry brings the event back instead of being dropped as a duplicate.
+        for key in reversed(claims):
+            store.release(key)
+        return Ack(500, "could not queue the question", "error")
+
+
+def _claimed(
+    payload: dict[str, Any],
+    ev: dict[str, Any],
+    config: BotConfig,
+    store: StateStore,
+    enqueue: Callable[[Job], None],
+    refuse: Callable[[str, dict[str, Any]], None] | None,
+    now: Callable[[], float],
+    claims: list[str],
+    bot_user: str | None,
+    is_dm: bool,
+) -> Ack:
+    channel, ts, user = str(ev["channel"]), str(ev["ts"]), str(ev["user"])
+    thread_ts = str(ev.get("thread_ts") or ts)
     team = str(payload.get("team_id") or "")
     asker_team = str(ev.get("user_team") or ev.get("team") or team)
     expected_team = config.team_id or team
     reason = None
     if is_dm:
         reason = "dm"
-    elif ev.get("is_ext_shared_channel"):
+    elif payload.get("is_ext_shared_channel") or ev.get("is_ext_shared_channel"):
         reason = "shared"
     elif not asker_team or asker_team != expected_team:
         reason = "team"
@@ -158,28 +183,25 @@ def _event(
         reason = "channel"
     if reason is not None:
         if refuse is not None:
-            refuse(reason, ev)
+            try:
+                refuse(reason, ev)
+            except Exception:  # noqa: BLE001 - the refusal stands even if telling them fails
+                pass
         return Ack(200, "", f"refused:{reason}")
     if not store.claim(f"msg#{channel}#{ts}"):
         return Ack(200, "", "duplicate")
-    text = _strip_mention(str(ev.get("text") or ""), bot_user)
+    claims.append(f"msg#{channel}#{ts}")
     job = Job(
-        event_id=event_id,
+        event_id=claims[0].removeprefix("event#"),
         team_id=team,
         channel=channel,
-        user=str(user),
-        text=text,
+        user=user,
+        text=_strip_mention(str(ev.get("text") or ""), bot_user),
         message_ts=ts,
         thread_ts=thread_ts,
         event_time=float(payload.get("event_time") or ev.get("event_ts") or now()),
         repos=tuple(r.name for r in config.repos_for(channel) or []),
         received_at=now(),
     )
-    try:
-        enqueue(job)
-    except Exception:
-        # Nothing may be lost: forget the claims and let Slack's retry bring the event back.
-        store.release(f"msg#{channel}#{ts}")
-        store.release(f"event#{event_id}")
-        return Ack(500, "could not queue the question", "error", job=job)
+    enqueue(job)  # a failure here is caught by the caller, which releases the claims
     return Ack(200, "", "queued", job=job)
