@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fakes import billing
 from fakes.aws import MotoServer
 from fakes.messages_api import FakeMessagesAPI
 from fakes.slack_api import Channel, FakeSlack
@@ -26,20 +27,7 @@ SIGNING_SECRET = "test-signing-secret-" + "0123456789abcdef"
 BOT_TOKEN = "xoxb-" + "1111-2222-" + "testtokentesttoken"
 CHANNEL = sign.CHANNEL
 
-REPO_FILES = {
-    "billing/worker.py": (
-        "import time\n\nfrom billing.policy import RetryPolicy\n\n\n"
-        "def retry_job(job, policy: RetryPolicy):\n"
-        "    for attempt in range(policy.max_attempts):\n"
-        "        if job.run():\n            return True\n"
-        "        time.sleep(policy.backoff(attempt))\n    return False\n"
-    ),
-    "billing/policy.py": (
-        "class RetryPolicy:\n    max_attempts = 5\n\n    def backoff(self, attempt):\n"
-        "        return 2 ** attempt\n"
-    ),
-    "README.md": "# billing\nRetries failed jobs.\n",
-}
+REPO_FILES = billing.FILES
 
 
 def load_handler(name: str) -> Callable[[dict[str, Any], Any], Any]:

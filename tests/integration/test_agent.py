@@ -20,24 +20,14 @@ from codeask.mirror import MirrorStore, RepoSpec
 from codeask.model import ModelRejected
 from codeask.settings import Settings
 from codeask.tools import SEARCH_MAX_CHARS
+from fakes import billing
 from fakes.messages_api import Fail, FakeMessagesAPI, Reply, text, tool_use
 
 AWS_KEY = "AKIA" + "ZZTESTPLANTED123"
 FILES = {
-    "billing/worker.py": (
-        "import time\n\nfrom billing.policy import RetryPolicy\n\n\n"
-        "def retry_job(job, policy: RetryPolicy):\n"
-        "    for attempt in range(policy.max_attempts):\n"
-        "        if job.run():\n            return True\n"
-        "        time.sleep(policy.backoff(attempt))\n    return False\n"
-    ),
-    "billing/policy.py": (
-        "class RetryPolicy:\n    max_attempts = 5\n\n    def backoff(self, attempt):\n"
-        "        return 2 ** attempt\n"
-    ),
+    **billing.FILES,
     "billing/settings.py": f"AWS_ACCESS_KEY_ID = '{AWS_KEY}'\nRETRY_LIMIT = 5\n",
     "tests/test_worker.py": "def test_retry_job():\n    assert retry_job\n",
-    "README.md": "# billing\nRetries failed jobs.\n",
 }
 FINAL = (
     "Failed jobs are retried by `retry_job` in `billing/worker.py:6-11`, which sleeps for "

@@ -11,24 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from fakes import billing
+
 SLACK_TOKEN = "xoxb-" + "2222222222-3333333333-" + "ZyXwVuTsRqPoNmLkJiHgFeDc"
 
 FILES = {
-    "billing/worker.py": (
-        "import time\n\nfrom billing.policy import RetryPolicy\n\n\n"
-        "def retry_job(job, policy: RetryPolicy):\n"
-        "    for attempt in range(policy.max_attempts):\n"
-        "        if job.run():\n            return True\n"
-        "        time.sleep(policy.backoff(attempt))\n    return False\n"
-    ),
-    "billing/policy.py": (
-        "class RetryPolicy:\n    max_attempts = 5\n\n    def backoff(self, attempt):\n"
-        "        return 2 ** attempt\n"
-    ),
+    **billing.FILES,
     "billing/slack.py": f"TOKEN = '{SLACK_TOKEN}'  # retry notifications\n",
     "tests/test_worker.py": "def test_retry_job():\n    assert retry_job\n",
     ".env": "DATABASE_PASSWORD=retry-hunter2-Zk8q\n",
-    "README.md": "# billing\nRetries failed jobs.\n",
 }
 
 
