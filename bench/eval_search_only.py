@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from codeask import search_only
-from codeask.snapshot import RepoRef, Snapshot
-from codeask.tools import Toolbox
+from codeask import evaluate
+from codeask.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -19,9 +17,13 @@ CORPORA = {
     "pytest": ("pytest==9.2.0", "_pytest"),
     "pip": ("pip==26.3", "pip/_internal"),
 }
+GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@example.invalid",
+           "PATH": "/usr/bin:/bin:/usr/local/bin"}  # fmt: skip
 
 
 def corpus(name: str) -> Path:
+    """The package's source as a one-commit git repository (codeask reads repositories)."""
     requirement, subdir = CORPORA[name]
     target = OUT / "corpus" / name
     root = target / subdir
@@ -31,44 +33,41 @@ def corpus(name: str) -> Path:
              "--target", str(target), requirement],
             check=True,
         )  # fmt: skip
+    if not (root / ".git").is_dir():
+        for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
+                    ["git", "commit", "-q", "-m", requirement]):  # fmt: skip
+            subprocess.run(cmd, cwd=root, check=True, env={**GIT_ENV, "HOME": str(OUT)})
     return root
 
 
-def evaluate(name: str) -> dict:
+def evaluate_repo(name: str) -> dict:
     root = corpus(name)
-    snap = Snapshot(root, "0" * 40, RepoRef(name, str(root)))
-    cases = [
-        json.loads(line)
-        for line in (HERE / "eval" / f"{name}.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
-    ranks: list[int | None] = []
-    rows = []
-    started = time.monotonic()
-    for case in cases:
-        toolbox = Toolbox(snap)
-        result = search_only.answer(case["question"], toolbox)
-        got = [e.path for e in result.evidence]
-        want = {e["path"] for e in case["expected"]}
-        rank = next((i + 1 for i, p in enumerate(got) if p in want), None)
-        ranks.append(rank)
-        rows.append({"id": case["id"], "rank": rank, "top": got[:3], "want": sorted(want)})
-    elapsed = time.monotonic() - started
-    n = len(cases)
+    settings = Settings.from_env(
+        {"HOME": str(OUT / "home"), "MIRROR_ROOT": str(OUT / "mirrors"),
+         "SNAPSHOT_ROOT": str(OUT / "snapshots")}
+    )  # fmt: skip
+    cases = evaluate.load_cases(HERE / "eval" / f"{name}.jsonl")
+    results = evaluate.run_eval(cases, settings, repos={name: str(root)})
+    summary = evaluate.summarise(results)
+    n = summary["cases"]
     return {
         "repo": name,
         "cases": n,
-        "top1": sum(1 for r in ranks if r == 1) / n,
-        "top3": sum(1 for r in ranks if r is not None and r <= 3) / n,
-        "top5": sum(1 for r in ranks if r is not None and r <= 5) / n,
-        "mrr": sum(1 / r for r in ranks if r) / n,
-        "seconds_per_question": elapsed / n,
-        "misses": [r for r in rows if r["rank"] is None or r["rank"] > 3],
+        "top1": sum(1 for r in results if r.rank == 1) / n,
+        "top3": summary["top3_rate"],
+        "top5": sum(1 for r in results if r.rank is not None and r.rank <= 5) / n,
+        "line_hit": summary["hit_rate"],
+        "seconds_per_question": summary["mean_seconds"],
+        "misses": [
+            {"id": r.id, "rank": r.rank, "top": r.cited[:3], "want": r.expected}
+            for r in results
+            if r.rank is None or r.rank > 3
+        ],
     }
 
 
 def run() -> list[dict]:
-    return [evaluate(name) for name in CORPORA]
+    return [evaluate_repo(name) for name in CORPORA]
 
 
 if __name__ == "__main__":

@@ -44,6 +44,17 @@ def _parser() -> argparse.ArgumentParser:
     tool.add_argument("--repo", default=".", help="local path or git URL (default: .)")
     tool.add_argument("--branch")
 
+    ev = sub.add_parser("eval", help="run questions with known answers and score the citations")
+    ev.add_argument("cases", help="JSONL: {id, repo, question, expected: [{path, line?}]} per line")
+    ev.add_argument(
+        "--repo",
+        action="append",
+        default=[],
+        metavar="NAME=PATH_OR_URL",
+        help="where a case's repo name lives (else CODEASK_CONFIG, else the name is a path/URL)",
+    )
+    ev.add_argument("--json", action="store_true", help="one JSON result per case, then a summary")
+
     ver = sub.add_parser("verify", help="verify the paths an answer (on stdin) cites")
     ver.add_argument("--repo", default=".", help="local path or git URL (default: .)")
     ver.add_argument("--branch")
@@ -64,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _ask(args)
         if args.command == "tool":
             return _tool(args)
+        if args.command == "eval":
+            return _eval(args)
         return _verify(args)
     except CodeaskError as e:
         print(f"codeask: {e}", file=sys.stderr)
@@ -144,6 +157,39 @@ def _tool(args: argparse.Namespace) -> int:
     result = toolbox.run(args.name, tool_args)
     print(result.text)
     return 1 if result.is_error else 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from codeask import evaluate
+    from codeask.settings import Settings
+
+    repos: dict[str, str] = {}
+    for item in args.repo:
+        name, sep, where = item.partition("=")
+        if not sep or not name or not where:
+            raise BadInput(f"--repo takes NAME=PATH_OR_URL, got {item!r}")
+        repos[name] = where
+    cases = evaluate.load_cases(Path(args.cases))
+    emit = evaluate.as_json if args.json else evaluate.line_for
+    results = evaluate.run_eval(
+        cases, Settings.from_env(), repos=repos, on_result=lambda r: print(emit(r), flush=True)
+    )
+    summary = evaluate.summarise(results)
+    if args.json:
+        print(json.dumps({"summary": summary}))
+    else:
+        print(
+            f"\n{summary['cases']} cases ({', '.join(summary['modes'])}): "
+            f"{summary['hit_rate']:.0%} hit the expected location, "
+            f"{summary['top3_rate']:.0%} had the right file in the top 3, "
+            f"{summary['invented_paths']} invented paths, "
+            f"{summary['mean_tool_calls']:.1f} tool calls and {summary['mean_seconds']:.1f} s per case, "
+            f"{summary['total_tokens']} tokens"
+            + (f", {summary['errors']} errors" if summary["errors"] else "")
+        )
+    return 0
 
 
 def _verify(args: argparse.Namespace) -> int:

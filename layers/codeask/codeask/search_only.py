@@ -77,10 +77,12 @@ _SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "ies", "es"
 def stem(word: str) -> str:
     """A light stem, kept as a regex prefix: 'signatures' -> 'signatur', 'skipped' -> 'skip'."""
     w = word.lower()
+    if len(w) > 4 and w.endswith(("ied", "ies")):
+        return w[:-3] + "y"  # retried -> retry, copies -> copy
     for suf in _SUFFIXES:
         if suf == "s" and w[-2:-1] in ("s", "i", "u"):
             continue  # redis, status, class: not plurals
-        if w.endswith(suf) and len(w) - len(suf) >= 4:
+        if w.endswith(suf) and len(w) - len(suf) >= (3 if suf == "s" else 4):
             w = w[: -len(suf)]
             break
     if w.endswith("e") and len(w) > 4:
