@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import Any
 from codeask import search_only
 from codeask.agent import Budget, Turn, run_loop
 from codeask.errors import BadInput
-from codeask.mirror import MirrorStore, RepoSpec, StaleNote, redact_url
+from codeask.mirror import TAG_PREFIX, MirrorStore, RepoSpec, StaleNote, redact_url
 from codeask.model import ModelUnavailable, Usage, make_client, price_for, prices
 from codeask.ops import span
 from codeask.permalinks import commit_link
@@ -94,19 +95,64 @@ _LATEST_RE = re.compile(
 )
 
 
+_REF_PATTERNS = (
+    ("commit", re.compile(r"\b(?:as of|at|in) (?:commit )?([0-9a-f]{7,40})\b", re.IGNORECASE)),
+    (
+        "branch",
+        re.compile(r"\b(?:on|in|from|at) (?:the )?branch ([\w][\w./-]*[\w])", re.IGNORECASE),
+    ),
+    (
+        "tag",
+        re.compile(
+            r"\b(?:at|in|as of) (?:tag |version |release )?(v\d+(?:\.\d+)+[\w.-]*|\d+\.\d+(?:\.\d+)*)\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def ref_in_question(question: str) -> tuple[str, str] | None:
+    """("commit"|"branch"|"tag", name) when the question names what to read, e.g. "… at v2.3"."""
+    for kind, rx in _REF_PATTERNS:
+        m = rx.search(question)
+        if m:
+            return kind, m.group(1).rstrip(".?,")
+    return None
+
+
 def wants_latest(question: str) -> bool:
     """Whether a follow-up asks to re-read the newest code rather than the commit the thread read."""
     return _LATEST_RE.search(question) is not None
 
 
 def _checkout(
+    ref_notes: list[str],
     spec: RepoSpec,
     store: MirrorStore,
     history: list[Turn],
     question: str,
     notify: Callable[[str], None],
 ) -> tuple[Snapshot, str, StaleNote | None, bool, dict[str, float]]:
-    """The snapshot to read: the thread's commit for a follow-up, else the remote's head."""
+    """The snapshot to read: a ref the question names, the thread's commit for a follow-up, else
+    the remote's head."""
+    ref = ref_in_question(question)
+    if ref is not None:
+        kind, name = ref
+        try:
+            if kind == "commit":
+                notify(f"reading commit {name[:12]}")
+                snap = store.fetch_commit(spec, name)
+                return snap, f"commit {snap.sha[:7]}", None, False, {}
+            notify(f"reading {kind} {name}")
+            synced = store.sync(dataclasses.replace(spec, branch=name))
+            label = f"tag {name}" if synced.branch.startswith(TAG_PREFIX) else synced.branch
+            return synced.snapshot, label, synced.stale, synced.fetched, synced.timings_ms
+        except BadInput as e:
+            # "stops at 3.5 seconds" is not a tag: say so, and read the usual branch instead.
+            notify(f"{e}; reading the default branch")
+            ref_notes.append(
+                f"_I could not read {kind} `{name}` ({e}); this answer reads the default branch._"
+            )
     if history and not wants_latest(question):
         sha = history[-1].sha
         try:
@@ -137,10 +183,11 @@ def ask(
     store = store or MirrorStore.from_settings(settings)
     notify = on_event or (lambda _msg: None)
     history = list(history or [])
+    ref_notes: list[str] = []
     notify(f"syncing {spec.name} ({redact_url(spec.url)})")
     with span("sync"):
         snapshot, branch, stale, fetched, sync_timings = _checkout(
-            spec, store, history, question, notify
+            ref_notes, spec, store, history, question, notify
         )
     t_sync = time.monotonic()
     notify(
@@ -197,6 +244,8 @@ def ask(
     if text is None:
         result_so = search_only.answer(question, toolbox, reason=reason)
         text = result_so.text
+    if ref_notes:
+        text = "\n".join(ref_notes) + "\n\n" + text
     t_answer = time.monotonic()
     verification = verify_answer(text, snapshot)
     t_verify = time.monotonic()

@@ -53,6 +53,8 @@ _SNAPSHOT_CACHE_MAX = 16
 _STATE_REFRESH_S = 60.0  # how stale "as of" may be before an unchanged sync rewrites the state file
 _LOCK_POLL_MAX_S = 0.25
 _TRACKING = "refs/remotes/origin/"
+# A tag's commit is kept under a local branch of this prefix, so one code path serves both.
+TAG_PREFIX = "tags/"
 # Lock files libgit2 leaves when killed mid-write; while we hold the mirror lock they are stale.
 _GIT_LOCKS = ("packed-refs.lock", "shallow.lock", "FETCH_HEAD.lock", "config.lock")
 
@@ -345,6 +347,35 @@ class MirrorStore:
         branch = spec.branch or self._read_state(mdir).get("default_branch")
         return self._snapshot(spec, mdir, str(commit.id), branch)
 
+    def fetch_commit(self, spec: RepoSpec, sha: str) -> Snapshot:
+        """A snapshot of any commit the remote will hand out by SHA, fetched shallow on demand."""
+        want = (sha or "").strip().lower()
+        if not _HEX_RE.match(want):
+            raise BadInput(f"{sha!r} is not a commit SHA")
+        with contextlib.suppress(BadInput):
+            return self.snapshot_at(spec, want)
+        if len(want) < 40:
+            raise BadInput(
+                f"commit {want} is not in the mirror of {spec.name}; give the full 40-character SHA "
+                "so it can be fetched"
+            )
+        self._update(spec, {}, strict=False)  # makes sure the mirror exists
+        mdir = self.mirror_dir(spec)
+        callbacks = self.callbacks_factory(spec) if self.callbacks_factory else None
+        with self._locked(mdir, self.lock_timeout_s) as held:
+            if not held:
+                raise RepoUnavailable(f"another sync of {spec.name} held the lock; try again")
+            repo = self._open(mdir)
+            try:
+                remote = repo.remotes.create_anonymous(spec.url)
+                remote.fetch([want], callbacks=callbacks, depth=0 if _is_local(spec.url) else 1)
+            except pygit2.GitError as exc:
+                raise BadInput(
+                    f"commit {want[:12]} could not be fetched from {redact_url(spec.url)} "
+                    f"({_first_line(exc)}); the server may not allow fetching by SHA"
+                ) from None
+        return self.snapshot_at(spec, want)
+
     # ---- mirror -----------------------------------------------------------------------------
 
     def _update(self, spec: RepoSpec, timings: dict[str, float], *, strict: bool) -> _Head:
@@ -361,7 +392,7 @@ class MirrorStore:
             timings["remote_head"] = _ms(mark)
             return self._fall_back(spec, mdir, repo, _Why(self._reason(spec, exc)), strict)
         timings["remote_head"] = _ms(mark)
-        branch, remote_oid = _pick_branch(spec, heads)
+        branch, remote_ref, remote_oid = _pick_branch(spec, heads)
 
         # The cheap path every question takes: the remote has nothing new for us.
         if _local_head(repo, branch) == remote_oid:
@@ -380,7 +411,7 @@ class MirrorStore:
             if sha != remote_oid:
                 mark = time.perf_counter()
                 try:
-                    sha = self._fetch(repo, mdir, spec, branch, callbacks)
+                    sha = self._fetch(repo, mdir, spec, branch, remote_ref, callbacks)
                 except pygit2.GitError as exc:
                     timings["fetch"] = _ms(mark)
                     reason = _Why(self._reason(spec, exc), branch)
@@ -397,6 +428,7 @@ class MirrorStore:
         mdir: Path,
         spec: RepoSpec,
         branch: str,
+        remote_ref: str,
         callbacks: pygit2.RemoteCallbacks | None,
     ) -> pygit2.Oid:
         for name in (*_GIT_LOCKS, f"refs/heads/{branch}.lock", f"{_TRACKING}{branch}.lock"):
@@ -406,10 +438,10 @@ class MirrorStore:
         remote = repo.remotes.create_anonymous(spec.url)
         # libgit2 refuses depth over the local transport; local remotes are cheap to copy anyway.
         depth = 0 if _is_local(spec.url) else 1
-        remote.fetch([f"+refs/heads/{branch}:{tracking}"], callbacks=callbacks, depth=depth)
-        oid = repo.references[tracking].target
-        assert isinstance(oid, pygit2.Oid)
-        repo[oid].peel(pygit2.Commit)
+        remote.fetch([f"+{remote_ref}:{tracking}"], callbacks=callbacks, depth=depth)
+        fetched = repo.references[tracking].target
+        assert isinstance(fetched, pygit2.Oid)
+        oid = repo[fetched].peel(pygit2.Commit).id  # an annotated tag points at a tag object
         # Never merge: a depth-1 history cannot be fast-forwarded, and a force-push must win.
         repo.references.create(f"refs/heads/{branch}", oid, force=True)
         return oid
@@ -725,31 +757,43 @@ def _local_head(repo: pygit2.Repository, branch: str) -> pygit2.Oid | None:
     return target if isinstance(target, pygit2.Oid) else None
 
 
-def _pick_branch(spec: RepoSpec, heads: list[Any]) -> tuple[str, pygit2.Oid]:
+def _pick_branch(spec: RepoSpec, heads: list[Any]) -> tuple[str, str, pygit2.Oid]:
+    """(local key, remote ref, commit) for the spec's branch or tag, or the remote's default."""
     branches: dict[str, pygit2.Oid] = {}
+    tags: dict[str, pygit2.Oid] = {}
     head = None
     for h in heads:
         if h.name == "HEAD":
             head = h
         elif h.name and h.name.startswith("refs/heads/"):
             branches[h.name[len("refs/heads/") :]] = h.oid
+        elif h.name and h.name.startswith("refs/tags/"):
+            name = h.name[len("refs/tags/") :]
+            if name.endswith("^{}"):
+                tags[name[:-3]] = h.oid  # the commit an annotated tag points at wins
+            else:
+                tags.setdefault(name, h.oid)
     shown = redact_url(spec.url)
     if spec.branch is not None:
         if spec.branch in branches:
-            return spec.branch, branches[spec.branch]
-        raise BadInput(f"branch {spec.branch!r} was not found on {shown}; {_some(branches, spec)}")
+            return spec.branch, f"refs/heads/{spec.branch}", branches[spec.branch]
+        if spec.branch in tags:
+            return f"{TAG_PREFIX}{spec.branch}", f"refs/tags/{spec.branch}", tags[spec.branch]
+        raise BadInput(
+            f"no branch or tag {spec.branch!r} was found on {shown}; {_some(branches, spec)}"
+        )
     if head is not None:
         target = head.symref_target or ""
         if target.startswith("refs/heads/") and target[len("refs/heads/") :] in branches:
             name = target[len("refs/heads/") :]
-            return name, branches[name]
+            return name, target, branches[name]
         # Servers that do not advertise the symref: the branch HEAD points at by commit.
         same = sorted(b for b, oid in branches.items() if oid == head.oid)
         for preferred in ("main", "master"):
             if preferred in same:
-                return preferred, branches[preferred]
+                return preferred, f"refs/heads/{preferred}", branches[preferred]
         if same:
-            return same[0], branches[same[0]]
+            return same[0], f"refs/heads/{same[0]}", branches[same[0]]
     raise BadInput(
         f"{shown} has no default branch (its HEAD is not on a branch, or it is empty); "
         f"name a branch. {_some(branches)}"
