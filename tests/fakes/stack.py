@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -117,14 +118,37 @@ class Stack:
                 self.sqs().delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
 
 
+def emf_documents(text: str) -> list[dict[str, Any]]:
+    """Every EMF document in captured stdout (one JSON object per print; threads may interleave)."""
+    decoder, docs, i = json.JSONDecoder(), [], text.find('{"_aws"')
+    while i >= 0:
+        try:
+            doc, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            end = i + 1
+        else:
+            if isinstance(doc, dict) and "_aws" in doc:
+                docs.append(doc)
+        i = text.find('{"_aws"', end)
+    return docs
+
+
 @pytest.fixture
 def stack(
-    moto: MotoServer, tmp_path: Path, git_repo: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    moto: MotoServer,
+    tmp_path: Path,
+    git_repo: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Stack]:
     import boto3
 
     from codeask import clients, lambdas
 
+    # Opt-in: with CODEASK_EMF_LOG set, the EMF documents the handlers print are appended there
+    # (one JSON line each) for bench/dashboard.py; stdout is captured with capsys to read them.
+    emf_log = os.environ.get("CODEASK_EMF_LOG")
+    capsys = request.getfixturevalue("capsys") if emf_log else None
     moto.reset()
     repo = git_repo("billing")
     repo.commit(REPO_FILES, message="initial")
@@ -178,10 +202,16 @@ def stack(
             "ANTHROPIC_BASE_URL": model.base_url,
         }.items():
             monkeypatch.setenv(k, v)
-        lambdas.settings.cache_clear()
+        lambdas.reset_settings()
         clients.aws.cache_clear()
         clients.slack.cache_clear()
         yield Stack(moto, slack, model, repo, queue_url, table, tmp_path)
-        lambdas.settings.cache_clear()
+        lambdas.reset_settings()
         clients.aws.cache_clear()
         clients.slack.cache_clear()
+    if emf_log and capsys is not None:
+        out = capsys.readouterr().out
+        with open(emf_log, "a", encoding="utf-8") as f:
+            for doc in emf_documents(out):
+                f.write(json.dumps(doc, separators=(",", ":")) + "\n")
+        sys.stdout.write(out)  # still shown with a failing test's report

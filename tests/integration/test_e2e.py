@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from codeask.errors import ConfigError
 from fakes.messages_api import Fail, Reply, text, tool_use
 from fakes.stack import CHANNEL, EVENTS, Context, Stack, event, load_handler
 
@@ -185,7 +188,7 @@ def test_schedule_event_warms_every_repo_and_survives_a_broken_one(
         "channels": {CHANNEL: ["billing"]},
     }
     monkeypatch.setenv("CODEASK_CONFIG", json.dumps(config))
-    lambdas.settings.cache_clear()
+    lambdas.reset_settings()
     result = load_handler("mirror_warmer")(
         json.loads((EVENTS / "schedule.json").read_text()), Context()
     )
@@ -231,3 +234,26 @@ def test_a_follow_up_in_the_thread_carries_the_earlier_turn(stack: Stack) -> Non
     other = event("app_mention", **{"event_id": "Ev0OTHERTHREAD", "event.type": "message",
                                      "event.ts": "1764430300.000100", "event.thread_ts": "1764439999.000100"})  # fmt: skip
     assert ack(other)["statusCode"] == 200 and stack.queued() == []
+
+
+def test_secrets_put_in_after_the_first_request_are_picked_up_at_once(stack: Stack) -> None:
+    import boto3
+
+    from codeask import lambdas
+
+    sm = boto3.client("secretsmanager")
+    arn = lambdas.settings().secrets_arn
+    # Given a deploy whose secret is still the empty placeholder when Slack first calls
+    sm.put_secret_value(
+        SecretId=arn, SecretString=json.dumps({"SLACK_SIGNING_SECRET": "", "SLACK_BOT_TOKEN": ""})
+    )
+    lambdas.reset_settings()
+    with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET"):  # Lambda answers Slack 5xx
+        ack(event("url_verification"))
+    # When the secrets are put in
+    from fakes.stack import BOT_TOKEN, SIGNING_SECRET
+
+    sm.put_secret_value(SecretId=arn, SecretString=json.dumps(
+        {"SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}))  # fmt: skip
+    # Then the very next request works, without waiting for a new container
+    assert ack(event("url_verification"))["statusCode"] == 200

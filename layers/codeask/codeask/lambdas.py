@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 from typing import Any
@@ -14,11 +13,31 @@ from codeask.ops import emit, logger, span
 from codeask.secrets import with_secrets
 from codeask.settings import Settings
 
+SETTINGS_TTL_S = 300.0  # a rotated secret, or one put in after the first request, is picked up
+_cached: tuple[float, Settings] | None = None
 
-@functools.cache
+
 def settings() -> Settings:
-    """Read once per container: environment, then Secrets Manager for what the environment lacks."""
-    return with_secrets(Settings.from_env())
+    """Environment, then Secrets Manager for what the environment lacks; re-read every 5 minutes,
+    and at once while a Slack secret is still missing (e.g. Slack verified the URL before the
+    secrets were put in), so a warm container never keeps a bad start."""
+    global _cached
+    now = time.monotonic()
+    incomplete = False
+    if _cached is not None:
+        s = _cached[1]
+        incomplete = not (s.slack_signing_secret and s.slack_bot_token)
+        if now - _cached[0] < SETTINGS_TTL_S and not incomplete:
+            return s
+    fresh = with_secrets(Settings.from_env(), force_fetch=incomplete)
+    _cached = (now, fresh)
+    return fresh
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests change the environment between cases)."""
+    global _cached
+    _cached = None
 
 
 def _require(s: Settings, *names: str) -> None:

@@ -17,14 +17,16 @@ SECRET_KEYS = {
 CACHE_S = 300  # a rotated secret is picked up within five minutes, without a call per event
 
 
-def with_secrets(settings: Settings) -> Settings:
+def with_secrets(settings: Settings, *, force_fetch: bool = False) -> Settings:
     """Fill the secret fields from SECRETS_ARN (a JSON secret); values already set locally win."""
     if not settings.secrets_arn:
         return settings
     from aws_lambda_powertools.utilities import parameters
 
     try:
-        value: Any = parameters.get_secret(settings.secrets_arn, transform="json", max_age=CACHE_S)
+        value: Any = parameters.get_secret(
+            settings.secrets_arn, transform="json", max_age=CACHE_S, force_fetch=force_fetch
+        )
     except Exception as e:  # noqa: BLE001 - any failure here is a configuration problem to report
         raise ConfigError(f"cannot read the secret SECRETS_ARN: {type(e).__name__}") from None
     if not isinstance(value, dict):
