@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -238,11 +239,13 @@ def test_a_follow_up_in_the_thread_carries_the_earlier_turn(stack: Stack) -> Non
 
 def test_secrets_put_in_after_the_first_request_are_picked_up_at_once(stack: Stack) -> None:
     import boto3
+    from aws_lambda_powertools.utilities import parameters
 
     from codeask import lambdas
 
     sm = boto3.client("secretsmanager")
-    arn = lambdas.settings().secrets_arn
+    arn = os.environ["SECRETS_ARN"]
+    parameters.clear_caches()  # a fresh container: nothing read yet
     # Given a deploy whose secret is still the empty placeholder when Slack first calls
     sm.put_secret_value(
         SecretId=arn, SecretString=json.dumps({"SLACK_SIGNING_SECRET": "", "SLACK_BOT_TOKEN": ""})
