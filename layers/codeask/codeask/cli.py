@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--json", action="store_true", help="one JSON result per case, then a summary")
 
+    sub.add_parser(
+        "doctor",
+        help="check a configuration end to end: settings, secrets, Slack, repos, model, AWS",
+    )
+
     ver = sub.add_parser("verify", help="verify the paths an answer (on stdin) cites")
     ver.add_argument("--repo", default=".", help="local path or git URL (default: .)")
     ver.add_argument("--branch")
@@ -77,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _tool(args)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "doctor":
+            from codeask.doctor import run_doctor
+
+            return run_doctor(out=lambda line: print(line, flush=True))
         return _verify(args)
     except CodeaskError as e:
         print(f"codeask: {e}", file=sys.stderr)

@@ -1,0 +1,14 @@
+"""One-off: run `codeask doctor` with the deployed function's settings, secrets, network and role."""
+
+from typing import Any
+
+from codeask.doctor import collect_checks, summary
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    checks = collect_checks()
+    return {
+        "ok": all(c.ok for c in checks),
+        "summary": summary(checks),
+        "checks": [c.as_dict() for c in checks],
+    }
