@@ -260,3 +260,25 @@ def test_secrets_put_in_after_the_first_request_are_picked_up_at_once(stack: Sta
         {"SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN}))  # fmt: skip
     # Then the very next request works, without waiting for a new container
     assert ack(event("url_verification"))["statusCode"] == 200
+
+
+def test_a_diagram_is_verified_checked_and_linked_to_an_editor(stack: Stack) -> None:
+    from codeask import diagram
+
+    chart = (
+        "flowchart TD\n"
+        '  A["retry_job billing/worker.py:6"] --> B["RetryPolicy.backoff billing/policy.py:4"]\n'
+        '  B --> C["sleep utils/clock.py:12"]'
+    )
+    stack.model.script = [Reply([text(f"The retry flow:\n\n```mermaid\n{chart}\n```")])]
+    ack(event("app_mention", **{"event.text": "<@U0BOT> draw the retry flow"}))
+    work(stack.queued())
+    blob = json.dumps(bot_replies(stack, "1764430000.000100")[0]["blocks"])
+    # the source is in the reply, the invented node is flagged like any citation
+    assert "flowchart TD" in blob
+    assert "utils/clock.py" in blob and "Could not verify" in blob
+    assert "billing/worker.py:6" not in blob.split("Could not verify", 1)[1]
+    # and the editor link carries exactly that diagram, which parses
+    link = blob.split("<https://mermaid.live/edit#pako:", 1)[1].split("|", 1)[0]
+    source = diagram.decode_link("https://mermaid.live/edit#pako:" + link)
+    assert source == chart and diagram.validate(source) == []

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from codeask import diagram
 from codeask.permalinks import commit_link
 from codeask.redact import scan
 
@@ -458,6 +459,12 @@ def render_answer(answer: Answer, *, elapsed_s: float | None = None) -> list[Sla
     if answer.stale is not None:
         head.append(_context(f"⏳ This answer {_mrkdwn(answer.stale.message())}"))
     tail: list[dict[str, Any]] = []
+    for i, source in enumerate(diagram.blocks(answer.text), start=1):
+        problems = diagram.validate(source)
+        link = f"<{diagram.editor_link(source)}|Open diagram {i} in Mermaid Live>"
+        if problems:
+            link += " — ⚠️ it may not draw: " + _mrkdwn("; ".join(problems[:3]))
+        tail.append(_context(link))
     warning = answer.warning
     if warning:
         tail.append(_section(_mrkdwn(warning)))
