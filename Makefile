@@ -12,7 +12,7 @@ SAM_VENV := .venv-sam
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed
 
-.PHONY: ask test e2e lint bench venv sam-build clean
+.PHONY: ask test e2e lint bench venv sam-build deploy clean dashboard
 
 $(STAMP): pyproject.toml layers/codeask/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "codeask needs Python 3.11+; set PYTHON=python3.11")'
@@ -43,14 +43,27 @@ sam-build: $(SAM_STAMP)
 	fi; \
 	set -x; $(SAM) build
 
+# sam build + sam deploy (CONFIG_ENV=prod for samconfig.toml's prod stack; PARAMS="Key=Value ..." or
+# PARAMS=file://params.yaml as --parameter-overrides), then print the SlackRequestUrl, write
+# slack/manifest.deployed.yaml and print the command that puts the bot's secrets in.
+deploy: $(SAM_STAMP) $(STAMP)
+	$(BIN)/python scripts/deploy.py
+
 # The whole chain on loopback: moto server (SQS, DynamoDB, Secrets Manager), a fake Slack Web API,
 # a scripted fake Messages API; signed events in, verified answers out, then a 100-question burst
 # with injected faults whose figures land in bench/out/reliability.json.
+# The EMF documents the handlers print land in bench/out/emf.jsonl, for `make dashboard`.
 e2e: $(STAMP)
 	@mkdir -p bench/out
-	CODEASK_RELIABILITY_REPORT=bench/out/reliability.json $(BIN)/python -m pytest -q \
-		tests/integration/test_e2e.py tests/integration/test_reliability.py
+	@: > bench/out/emf.jsonl
+	CODEASK_RELIABILITY_REPORT=bench/out/reliability.json CODEASK_EMF_LOG=bench/out/emf.jsonl \
+		$(BIN)/python -m pytest -q tests/integration/test_e2e.py tests/integration/test_reliability.py
 	@cat bench/out/reliability.json
+
+# The CloudWatch dashboard of template.yaml, drawn from the metrics of the last `make e2e`.
+dashboard: $(STAMP)
+	@test -s bench/out/emf.jsonl || $(MAKE) e2e
+	$(BIN)/python bench/dashboard.py --emf bench/out/emf.jsonl --out bench/out/dashboard.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -7,7 +7,7 @@ from codeask.ops import logger, metrics, tracer
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@metrics.log_metrics
 @tracer().capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return answer_batch(event, context)

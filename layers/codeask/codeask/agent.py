@@ -87,14 +87,24 @@ ProgressFn = Callable[[str], None]
 
 def repo_context(toolbox: Toolbox, branch: str | None) -> str:
     """What the model is told about the repository before the question: saves a list_files call."""
-    snap = toolbox.snapshot
+    parts = getattr(toolbox.snapshot, "parts", None)
+    if parts:
+        return "Several repositories, each a top-level directory named after it:\n" + "\n".join(
+            "- " + _one_repo(snap, None, prefix=f"{name}/") for name, snap in parts.items()
+        )
+    return _one_repo(toolbox.snapshot, branch)
+
+
+def _one_repo(snap: Any, branch: str | None, prefix: str = "") -> str:
     top: dict[str, int] = {}
     for f in snap.files:
         head, sep, _ = f.partition("/")
         key = head + "/" if sep else head
         top[key] = top.get(key, 0) + 1
     entries = sorted(top.items(), key=lambda kv: (not kv[0].endswith("/"), kv[0]))
-    listing = ", ".join(f"{k} ({v})" if k.endswith("/") else k for k, v in entries[:60])
+    listing = ", ".join(
+        f"{prefix}{k} ({v})" if k.endswith("/") else prefix + k for k, v in entries[:60]
+    )
     if len(entries) > 60:
         listing += f", … {len(entries) - 60} more"
     where = f" on branch {branch}" if branch else ""

@@ -6,6 +6,7 @@ import dataclasses
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from codeask.settings import Settings
 from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
 from codeask.verify import Verification, verify_answer, warning_text
+from codeask.workspace import Workspace
 
 
 @dataclass
@@ -47,7 +49,14 @@ class Answer:
         return warning_text(self.verification, self.searches)
 
     def to_json(self) -> dict[str, Any]:
-        repo = self.snapshot.repo
+        parts = getattr(self.snapshot, "parts", None) or {self.snapshot.repo.name: self.snapshot}
+
+        def where(path: str) -> tuple[str, str]:
+            if not parts or len(parts) == 1:
+                return self.snapshot.repo.name, path
+            name, _, rest = path.partition("/")
+            return (name, rest) if name in parts else ("", path)
+
         return {
             "question": self.question,
             "answer": self.text,
@@ -56,17 +65,18 @@ class Answer:
             "stopped_early": self.stopped_early,
             "repos": [
                 {
-                    "name": repo.name,
-                    "url": repo.url,  # credentials already stripped
+                    "name": name,
+                    "url": snap.repo.url,  # credentials already stripped
                     "branch": self.branch,
-                    "sha": self.snapshot.sha,
-                    "commit_url": commit_link(repo.url, self.snapshot.sha),
+                    "sha": snap.sha,
+                    "commit_url": commit_link(snap.repo.url, snap.sha),
                 }
+                for name, snap in parts.items()
             ],
             "citations": [
                 {
-                    "repo": repo.name,
-                    "path": m.path,
+                    "repo": where(m.path)[0],
+                    "path": where(m.path)[1],
                     "start_line": m.start_line,
                     "end_line": m.end_line,
                     "url": m.url,
@@ -129,13 +139,15 @@ def _checkout(
     ref_notes: list[str],
     spec: RepoSpec,
     store: MirrorStore,
-    history: list[Turn],
+    pinned: str | None,
     question: str,
     notify: Callable[[str], None],
+    *,
+    refs: bool = True,
 ) -> tuple[Snapshot, str, StaleNote | None, bool, dict[str, float]]:
     """The snapshot to read: a ref the question names, the thread's commit for a follow-up, else
     the remote's head."""
-    ref = ref_in_question(question)
+    ref = ref_in_question(question) if refs else None
     if ref is not None:
         kind, name = ref
         try:
@@ -153,8 +165,8 @@ def _checkout(
             ref_notes.append(
                 f"_I could not read {kind} `{name}` ({e}); this answer reads the default branch._"
             )
-    if history and not wants_latest(question):
-        sha = history[-1].sha
+    if pinned and not wants_latest(question):
+        sha = pinned
         try:
             snap = store.snapshot_at(spec, sha)
             notify(f"follow-up: reading the thread's commit {sha[:7]}")
@@ -165,9 +177,37 @@ def _checkout(
     return synced.snapshot, synced.branch, synced.stale, synced.fetched, synced.timings_ms
 
 
+def _checkout_all(
+    ref_notes: list[str],
+    specs: list[RepoSpec],
+    store: MirrorStore,
+    history: list[Turn],
+    question: str,
+    notify: Callable[[str], None],
+) -> tuple[Snapshot, str, StaleNote | None, bool, dict[str, float]]:
+    """One repo as before; several synced in parallel and joined into one workspace."""
+    shas = history[-1].sha.split(",") if history else []
+    if len(specs) == 1:
+        return _checkout(ref_notes, specs[0], store, shas[0] if shas else None, question, notify)
+    pins = shas if len(shas) == len(specs) else [None] * len(specs)
+    # A tag or commit named in a question about several repos belongs to none in particular.
+    with ThreadPoolExecutor(max_workers=min(4, len(specs))) as pool:
+        done = list(pool.map(
+            lambda sp_pin: _checkout(ref_notes, sp_pin[0], store, sp_pin[1], question, notify, refs=False),
+            zip(specs, pins, strict=True),
+        ))  # fmt: skip
+    snapshot = Workspace([d[0] for d in done])
+    branch = ", ".join(f"{sp.name}: {d[1]}" for sp, d in zip(specs, done, strict=True))
+    stale = next((d[2] for d in done if d[2] is not None), None)
+    timings = {
+        f"{sp.name}_{k}": v for sp, d in zip(specs, done, strict=True) for k, v in d[4].items()
+    }
+    return snapshot, branch, stale, any(d[3] for d in done), timings
+
+
 def ask(
     question: str,
-    spec: RepoSpec,
+    spec: RepoSpec | list[RepoSpec],
     settings: Settings,
     *,
     store: MirrorStore | None = None,
@@ -184,10 +224,14 @@ def ask(
     notify = on_event or (lambda _msg: None)
     history = list(history or [])
     ref_notes: list[str] = []
-    notify(f"syncing {spec.name} ({redact_url(spec.url)})")
+    specs = [spec] if isinstance(spec, RepoSpec) else list(spec)
+    if not specs:
+        raise BadInput("no repository to read")
+    for sp in specs:
+        notify(f"syncing {sp.name} ({redact_url(sp.url)})")
     with span("sync"):
-        snapshot, branch, stale, fetched, sync_timings = _checkout(
-            ref_notes, spec, store, history, question, notify
+        snapshot, branch, stale, fetched, sync_timings = _checkout_all(
+            ref_notes, specs, store, history, question, notify
         )
     t_sync = time.monotonic()
     notify(

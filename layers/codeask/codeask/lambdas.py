@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from codeask import clients
@@ -127,7 +129,7 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
                        user=job.user)  # fmt: skip
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 300.0
     receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", "1"))
-    with span("job"):
+    with span("job"), _counted_failure():
         outcome = worker.answer_job(
             job,
             settings=s,
@@ -146,6 +148,16 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
     if outcome.answer is not None:
         _answer_metrics(outcome.answer, job)
     return outcome.status
+
+
+@contextlib.contextmanager
+def _counted_failure() -> Iterator[None]:
+    """A record that fails and goes back to the queue is counted: Lambda itself does not see it."""
+    try:
+        yield
+    except Exception:
+        emit("Errors", 1, "answer_retry")
+        raise
 
 
 def _answer_metrics(ans: Any, job: Job) -> None:

@@ -402,10 +402,11 @@ def _cost(usage: dict[str, Any]) -> str | None:
 
 
 def _footer(answer: Answer, elapsed_s: float | None) -> dict[str, Any]:
-    snap = answer.snapshot
-    where = f"{_mrkdwn(snap.repo.name)}@{snap.short_sha}"
-    url = commit_link(snap.repo.url, snap.sha)
-    parts = [f"<{url}|{where}>" if url else where]
+    parts = []
+    for snap in getattr(answer.snapshot, "parts", {}).values() or [answer.snapshot]:
+        where = f"{_mrkdwn(snap.repo.name)}@{snap.short_sha}"
+        url = commit_link(snap.repo.url, snap.sha)
+        parts.append(f"<{url}|{where}>" if url else where)
     if answer.branch:
         parts.append(f"branch {_mrkdwn(answer.branch)}")
     if answer.mode == "search-only":

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
 from codeask.relevance import KIND_WEIGHT, path_kind
-from codeask.search import SearchOutcome, search
+from codeask.search import SearchOutcome
 from codeask.tools import Toolbox
 
 MAX_PHRASES = 3
@@ -228,13 +228,7 @@ def answer(
 
     def run(term: Term) -> SearchOutcome | None:
         try:
-            return search(
-                toolbox.snapshot,
-                toolbox.rg,
-                term.pattern,
-                timeout_s=toolbox.search_timeout_s,
-                max_matches=RAW_MATCHES_PER_TERM,
-            )
+            return toolbox.search_outcome(term.pattern, max_matches=RAW_MATCHES_PER_TERM)
         except ToolRefused:
             return None
 

@@ -127,6 +127,16 @@ class Snapshot:
                 raise ToolRefused(f"{rel!r} leads to a deny-listed path and cannot be read")
         return rel, real
 
+    def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:
+        """A permalink at this snapshot's commit, for GitHub, GitLab and Bitbucket remotes."""
+        from codeask.permalinks import permalink
+
+        return permalink(self.repo.url, self.sha, rel, start, end)
+
+    def locate(self, rel: str) -> tuple[Snapshot, str]:
+        """Which snapshot holds `rel`, and its path there (a workspace answers for its repos)."""
+        return self, rel
+
     def line_count(self, rel: str) -> int | None:
         """Lines in a file (a last line without a newline counts), or None if it is not a readable file."""
         if rel in self._line_counts:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +14,9 @@ from codeask.pathglob import compile_glob
 from codeask.redact import REDACTED, RedactionGate, private_key_lines
 from codeask.relevance import enclosing_scope
 from codeask.ripgrep import clean_text, find_rg
-from codeask.search import FileHits, SearchOutcome, search
+from codeask.search import RAW_MATCH_CAP, FileHits, SearchOutcome, search
 from codeask.snapshot import Snapshot
+from codeask.workspace import Workspace
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
 SEARCH_MAX_CHARS = 9000
@@ -164,6 +166,25 @@ class Toolbox:
             )
         }
 
+        if isinstance(snapshot, Workspace):
+            self._add_repo_argument(list(snapshot.parts))
+
+    def _add_repo_argument(self, names: list[str]) -> None:
+        """With several repos, the tools say so and take an optional `repo` to stay inside one."""
+        note = (
+            " Several repositories are searched together; each is a top-level directory named "
+            f"after it ({', '.join(n + '/' for n in names)}), and every path starts with it."
+        )
+        for name in ("search_code", "list_files"):
+            tool = self.tools[name]
+            tool.description += note
+            tool.schema["properties"]["repo"] = {
+                "type": "string",
+                "enum": names,
+                "description": "Optional: only this repository.",
+            }
+        self.tools["read_file"].description += note
+
     # -- the one entry point -------------------------------------------------------------------
 
     def definitions(self) -> list[dict[str, Any]]:
@@ -228,16 +249,54 @@ class Toolbox:
         pattern = args["pattern"]
         if not pattern:
             raise ToolRefused("pattern is empty; give a regular expression to search for")
-        outcome = search(
-            self.snapshot,
-            self.rg,
-            pattern,
-            glob=args.get("glob") or None,
-            path=args.get("path") or None,
-            timeout_s=self.search_timeout_s,
+        outcome = self.search_outcome(
+            pattern, glob=args.get("glob") or None, path=_in_repo(args) or None
         )
         self.searches.append(outcome.describe())
         return self.render_search(outcome)
+
+    def search_outcome(
+        self,
+        pattern: str,
+        *,
+        glob: str | None = None,
+        path: str | None = None,
+        max_matches: int = RAW_MATCH_CAP,
+    ) -> SearchOutcome:
+        """One search over the snapshot, or over every repo of a workspace at once, merged."""
+        snap = self.snapshot
+        if not isinstance(snap, Workspace):
+            return search(snap, self.rg, pattern, glob=glob, path=path,
+                          timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
+        targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
+        rel = snap.normalise(path) if path else ""
+        if rel:
+            part, rest = snap.locate(rel)
+            targets = [(part, rest or None)]
+
+        def one(target: tuple[Snapshot, str | None]) -> SearchOutcome:
+            part, inner = target
+            return search(part, self.rg, pattern, glob=glob, path=inner,
+                          timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
+
+        with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
+            outcomes = list(pool.map(one, targets))
+        files: list[FileHits] = []
+        for (part, _), o in zip(targets, outcomes, strict=True):
+            for fh in o.files:
+                fh.path = f"{part.repo.name}/{fh.path}"
+                files.append(fh)
+        files.sort(key=lambda f: (-f.score, f.path))
+        return SearchOutcome(
+            pattern=pattern,
+            glob=glob,
+            path=rel or None,
+            files=files,
+            total_matches=sum(o.total_matches for o in outcomes),
+            stopped_early=any(o.stopped_early for o in outcomes),
+            timed_out=any(o.timed_out for o in outcomes),
+            elapsed_ms=max(o.elapsed_ms for o in outcomes),
+        )
 
     def render_search(self, o: SearchOutcome) -> str:
         where = o.describe()
@@ -382,7 +441,7 @@ class Toolbox:
             body.append(row)
             size += len(row) + 1
             last = n
-        head = f"{rel} lines {start}-{last} of {total} at {self.snapshot.short_sha}"
+        head = f"{rel} lines {start}-{last} of {total} at {self.snapshot.locate(rel)[0].short_sha}"
         foot = ""
         if last < wanted_end:
             foot = f"\n[… {total - last} more lines; continue with start_line={last + 1}]"
@@ -392,8 +451,9 @@ class Toolbox:
 
     def _list_files(self, args: dict[str, Any]) -> str:
         rel = ""
-        if args.get("path"):
-            rel, real = self.snapshot.resolve(args["path"])
+        where_arg = _in_repo(args)
+        if where_arg:
+            rel, real = self.snapshot.resolve(where_arg)
             if rel and rel in self.snapshot.file_set:
                 return f"{rel} is a file ({self.snapshot.line_count(rel)} lines)."
             if rel and rel not in self.snapshot.dir_set:
@@ -444,6 +504,15 @@ def _summarise(files: list[str], prefix: str) -> str:
     if not best:
         best = rows[:LIST_MAX_ENTRIES] + [f"[… {len(rows) - LIST_MAX_ENTRIES} more entries]"]
     return "\n".join(best) + "\nNarrow with path or glob to see individual files."
+
+
+def _in_repo(args: dict[str, Any]) -> str:
+    """`path` joined under `repo` when the model names one (workspaces of several repos)."""
+    path = str(args.get("path") or "")
+    repo = args.get("repo")
+    if repo:
+        return f"{repo}/{path}" if path else str(repo)
+    return path
 
 
 def _summary(name: str, args: dict[str, Any]) -> str:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from codeask.errors import ToolRefused
-from codeask.permalinks import permalink
 from codeask.snapshot import Snapshot
 
 MentionKind = Literal["file", "ambiguous", "dir", "missing"]
@@ -347,7 +346,7 @@ class _Scanner:
             reason = self._check_lines(found, start, end)
         url = None
         if reason is None and found.kind == "file":
-            url = permalink(self.snap.repo.url, self.snap.sha, found.path, start, end)
+            url = self.snap.link(found.path, start, end)
         text = self.answer[span[0] : span[1]].replace("`", "").replace("*", "").strip()
         self.mentions.append(
             Mention(
