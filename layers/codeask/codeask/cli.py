@@ -105,17 +105,18 @@ def _ask(args: argparse.Namespace) -> int:
     from codeask.settings import Settings
 
     repos = args.repo or ["."]
-    if len(repos) > 1:
-        raise BadInput("one --repo at a time for now; cross-repo questions are not supported yet")
     if not args.question.strip():
         raise BadInput("the question is empty")
     settings = Settings.from_env()
     if args.deadline is not None and args.deadline <= 0:
         raise BadInput("--deadline must be a positive number of seconds")
     started = time.monotonic()
+    specs = [_spec(r, args.branch) for r in repos]
+    if len({s.name for s in specs}) < len(specs):
+        raise BadInput("two --repo values have the same name; give repos with distinct names")
     ans = ask(
         args.question,
-        _spec(repos[0], args.branch),
+        specs,
         settings,
         on_event=None if args.quiet else _progress,
         deadline=started + args.deadline if args.deadline else None,
@@ -134,8 +135,11 @@ def _ask(args: argparse.Namespace) -> int:
             if m.end_line and m.end_line != m.start_line:
                 where += f"-{m.end_line}"
             print(f"  {where}" + (f"  {m.url}" if m.url else ""))
-    repo = ans.snapshot.repo
-    footer = f"\n{repo.name}@{ans.snapshot.short_sha} ({ans.branch}) · {ans.mode}"
+    parts = getattr(ans.snapshot, "parts", None)
+    where = (
+        ans.snapshot.short_sha if parts else f"{ans.snapshot.repo.name}@{ans.snapshot.short_sha}"
+    )
+    footer = f"\n{where} ({ans.branch}) · {ans.mode}"
     footer += f" · {ans.tool_calls} tool calls · {ans.timings_ms['total'] / 1000:.1f} s"
     if ans.mode == "claude":
         footer += f" · ${ans.usage['cost_usd']:.3f}"

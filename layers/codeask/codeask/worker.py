@@ -172,15 +172,19 @@ def _answer(
     model_client: Callable[[], Any] | None,
 ) -> Outcome:
     config = settings.bot_config
-    if config is None or not job.repos or job.repos[0] not in config.repos:
+    names = [n for n in job.repos if config is not None and n in config.repos]
+    if config is None or not names:
         raise CodeaskError("this channel has no repository configured any more")
     if not job.text.strip():
         msgs = [render_failure("empty")]
         ts = _publish(slack, store, job, placeholder, posted, msgs)
         store.finish_answer(job.dedupe_key, [placeholder, *ts])
         return Outcome("answered", posted_ts=[placeholder, *ts])
-    entry = config.repos[job.repos[0]]
-    spec = RepoSpec.parse(entry.url, branch=entry.branch, name=entry.name)
+    # Only the repos this channel may read; any other is never searched, listed or named.
+    specs = [
+        RepoSpec.parse(e.url, branch=e.branch, name=e.name)
+        for e in (config.repos[n] for n in names)
+    ]
     history = [
         Turn(t["question"], t["answer"], t["sha"])
         for t in store.thread_turns(job.channel, job.thread_ts) or []
@@ -188,7 +192,7 @@ def _answer(
     started = time.monotonic()
     answer = ask(
         job.text,
-        spec,
+        specs,
         settings,
         store=mirrors,
         on_event=Progress(slack, job.channel, job.thread_ts, placeholder),
@@ -207,6 +211,6 @@ def _answer(
     logger.info(
         "answered",
         extra={"event_id": job.event_id, "channel": job.channel, "thread_ts": job.thread_ts,
-               "repo": spec.name, "sha": answer.snapshot.sha, "mode": answer.mode},
+               "repo": ",".join(n for n in names), "sha": answer.snapshot.sha, "mode": answer.mode},
     )  # fmt: skip
     return Outcome("answered", answer, [placeholder, *extra])
