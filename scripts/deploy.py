@@ -35,6 +35,8 @@ SAM = ROOT / ".venv-sam" / "bin" / "sam"
 
 # What slack/manifest.yaml says where the deployed SlackRequestUrl output belongs.
 PLACEHOLDER = "https://REPLACE-WITH-SlackRequestUrl/slack/events"
+# The 👍/👎 buttons post to a second route on the same API.
+INTERACTIVITY_PLACEHOLDER = "https://REPLACE-WITH-SlackRequestUrl/slack/interactivity"
 # The keys of the BotSecrets JSON (codeask/secrets.py reads them; a test keeps the two in step).
 SECRET_KEYS = ("SLACK_SIGNING_SECRET", "SLACK_BOT_TOKEN", "ANTHROPIC_API_KEY", "GIT_TOKEN")
 SECRETS_FILE = "codeask-secrets.json"
@@ -114,7 +116,8 @@ def fill_manifest(text: str, request_url: str) -> str:
             f"{MANIFEST.relative_to(ROOT)} has no request URL placeholder {PLACEHOLDER}: "
             "nothing to fill in"
         )
-    return text.replace(PLACEHOLDER, request_url)
+    interactivity = request_url.rsplit("/slack/events", 1)[0] + "/slack/interactivity"
+    return text.replace(PLACEHOLDER, request_url).replace(INTERACTIVITY_PLACEHOLDER, interactivity)
 
 
 def secrets_command(secret_arn: str, region: str) -> str:

@@ -71,6 +71,28 @@ def event(name: str, *, secret: str = SIGNING_SECRET, **overrides: Any) -> dict[
     return sign.signed(ev, secret)
 
 
+def click(action: str, user: str, value: str, *, secret: str = SIGNING_SECRET,
+          team: str = sign.TEAM) -> dict[str, Any]:  # fmt: skip
+    """A signed Slack interactivity request: `user` pressed the button `action` with `value`."""
+    import time
+    import urllib.parse
+
+    payload = {
+        "type": "block_actions",
+        "team": {"id": team},
+        "user": {"id": user},
+        "channel": {"id": CHANNEL},
+        "actions": [{"action_id": action, "block_id": "codeask_feedback", "value": value,
+                     "type": "button"}],
+    }  # fmt: skip
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
+    ev = sign.http_event(body, "0", "")
+    ev["rawPath"] = ev["requestContext"]["http"]["path"] = "/slack/interactivity"
+    ev["routeKey"] = "POST /slack/interactivity"
+    ev["headers"]["content-type"] = "application/x-www-form-urlencoded"
+    return sign.signed(ev, secret, time.time())
+
+
 @pytest.fixture(scope="session")
 def moto() -> Iterator[MotoServer]:
     with MotoServer() as server:

@@ -17,7 +17,7 @@ import pytest
 
 from codeask.ops import CATALOGUE, NAMESPACE
 from fakes.messages_api import Reply, text, tool_use
-from fakes.stack import CHANNEL, EVENTS, Context, Stack, emf_documents, event, load_handler
+from fakes.stack import CHANNEL, EVENTS, Context, Stack, click, emf_documents, event, load_handler
 
 ANSWER = "Failed jobs are retried by `retry_job` (`billing/worker.py:6-11`)."
 
@@ -309,6 +309,8 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     ack(event("app_mention", secret="wrong"))  # unauthorized
     records = stack.queued()
     work(records)  # answered
+    job = json.loads(records[0]["body"])
+    ack(click("codeask_feedback_down", "U0ALICE", f"{job['channel']}:{job['message_ts']}"))  # vote
     work(records)  # skipped
     failing = json.loads((EVENTS / "sqs_job.json").read_text())["Records"]
     body = json.loads(failing[0]["body"])

@@ -87,8 +87,11 @@ def test_the_placeholder_becomes_the_deployed_url() -> None:
     assert deploy.PLACEHOLDER not in filled
     original, deployed = yaml.safe_load(text), yaml.safe_load(filled)
     assert deployed["settings"]["event_subscriptions"]["request_url"] == URL
+    interactivity = URL.rsplit("/slack/events", 1)[0] + "/slack/interactivity"
+    assert deployed["settings"]["interactivity"]["request_url"] == interactivity
     deployed["settings"]["event_subscriptions"]["request_url"] = deploy.PLACEHOLDER
-    assert deployed == original, "only the request URL changes"
+    deployed["settings"]["interactivity"]["request_url"] = deploy.INTERACTIVITY_PLACEHOLDER
+    assert deployed == original, "only the request URLs change"
 
 
 def test_every_placeholder_is_filled_and_nothing_else_changes() -> None:

@@ -385,7 +385,7 @@ def test_interactivity_only_when_the_code_handles_it(manifest: dict[str, Any]) -
             + "): enable settings.interactivity in slack/manifest.yaml with request_url "
             + deploy_module().PLACEHOLDER
         )
-        assert interactivity.get("request_url") == deploy_module().PLACEHOLDER
+        assert interactivity.get("request_url") == deploy_module().INTERACTIVITY_PLACEHOLDER
     else:
         assert not interactivity.get("is_enabled"), (
             "settings.interactivity is enabled but no code posts or handles interactive components"

@@ -466,7 +466,7 @@ def test_each_function_has_its_handler_code_and_log_group(
 # ------------------------------------------------------------------ Slack endpoint and outputs
 
 
-def test_the_http_api_routes_post_slack_events_to_the_ack_function(
+def test_the_http_api_routes_slack_events_and_buttons_to_the_ack_function(
     template: dict[str, Any],
 ) -> None:
     assert resources(template)["SlackHttpApi"]["Type"] == "AWS::Serverless::HttpApi"
@@ -476,12 +476,12 @@ def test_the_http_api_routes_post_slack_events_to_the_ack_function(
         for e in props(template, name).get("Events", {}).values()
         if e["Type"] in ("HttpApi", "Api")
     ]
-    assert len(routes) == 1
-    name, route = routes[0]
-    assert name == "SlackEventsFunction"
-    assert route["ApiId"] == ref("SlackHttpApi")
-    assert route["Method"].upper() == "POST"
-    assert route["Path"] == "/slack/events"
+    # Slack events, and the 👍/👎 buttons (interactivity), both go to the ack function.
+    assert sorted(r["Path"] for _, r in routes) == ["/slack/events", "/slack/interactivity"]
+    for name, route in routes:
+        assert name == "SlackEventsFunction"
+        assert route["ApiId"] == ref("SlackHttpApi")
+        assert route["Method"].upper() == "POST"
 
 
 def test_outputs(template: dict[str, Any]) -> None:

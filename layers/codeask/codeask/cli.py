@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--json", action="store_true", help="one JSON result per case, then a summary")
 
+    fb = sub.add_parser("feedback", help="what people said about answers (👍/👎)")
+    fb_sub = fb.add_subparsers(dest="feedback_command", required=True)
+    exp = fb_sub.add_parser("export", help="write the 👎 answers as evaluation cases (JSONL)")
+    exp.add_argument("--out", default="-", help="file to write (default: stdout)")
+
     sub.add_parser(
         "doctor",
         help="check a configuration end to end: settings, secrets, Slack, repos, model, AWS",
@@ -82,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _tool(args)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "feedback":
+            return _feedback_export(args)
         if args.command == "doctor":
             from codeask.doctor import run_doctor
 
@@ -202,6 +209,26 @@ def _eval(args: argparse.Namespace) -> int:
             f"{summary['total_tokens']} tokens"
             + (f", {summary['errors']} errors" if summary["errors"] else "")
         )
+    return 0
+
+
+def _feedback_export(args: argparse.Namespace) -> int:
+    from codeask import clients
+    from codeask.feedback import export_cases
+    from codeask.settings import Settings
+    from codeask.state import StateStore
+
+    settings = Settings.from_env()
+    if not settings.table_name:
+        raise BadInput("TABLE_NAME is not set: name the deployed stack's StateTableName output")
+    rows = export_cases(StateStore(settings.table_name, clients.aws("dynamodb")).votes())
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"{len(rows)} 👎 cases written to {args.out}", file=sys.stderr)
     return 0
 
 

@@ -177,9 +177,8 @@ def line_for(r: CaseResult) -> str:
     if r.invented:
         text += f"  invented: {', '.join(r.invented)}"
     if not r.hit:
-        text += (
-            f"\n    cited: {', '.join(r.cited[:5]) or 'nothing'}; expected: {', '.join(r.expected)}"
-        )
+        wanted = ", ".join(r.expected) or "(not filled in)"
+        text += f"\n    cited: {', '.join(r.cited[:5]) or 'nothing'}; expected: {wanted}"
     return text
 
 

@@ -84,14 +84,21 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - the refusal stands even if telling them fails
             logger.warning("refusal reply failed", extra={"error": type(e).__name__})
 
-    result = slack_ingress.handle(
-        event,
-        signing_secret=s.slack_signing_secret,
-        config=s.bot_config,
-        store=StateStore(s.table_name, clients.aws("dynamodb")),
-        enqueue=enqueue,
-        refuse=refuse,
-    )
+    store = StateStore(s.table_name, clients.aws("dynamodb"))
+    if str(event.get("rawPath", "")).endswith("/slack/interactivity"):
+        result = slack_ingress.handle_interaction(
+            event, signing_secret=s.slack_signing_secret, config=s.bot_config, store=store,
+            actions=render.FEEDBACK_ACTIONS,
+        )  # fmt: skip
+    else:
+        result = slack_ingress.handle(
+            event,
+            signing_secret=s.slack_signing_secret,
+            config=s.bot_config,
+            store=store,
+            enqueue=enqueue,
+            refuse=refuse,
+        )
     outcome, _, why = result.outcome.partition(":")
     if result.job is not None:
         logger.append_keys(event_id=result.job.event_id, channel=result.job.channel,
@@ -106,6 +113,8 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
         emit("DuplicateDeliveries", 1)
     elif outcome == "error":
         emit("AckErrors", 1)
+    elif outcome == "vote":
+        emit("FeedbackVotes", 1, why)
     emit("AckLatency", (time.monotonic() - started) * 1000)
     logger.info("slack event", extra={"outcome": result.outcome, "status": result.status})
     return {"statusCode": result.status, "headers": result.headers, "body": result.body}

@@ -24,6 +24,7 @@ CATALOGUE: dict[str, tuple[MetricUnit, str | None]] = {
     "UnauthorizedRequests": (MetricUnit.Count, None),
     "AckErrors": (MetricUnit.Count, None),
     "AckLatency": (MetricUnit.Milliseconds, None),
+    "FeedbackVotes": (MetricUnit.Count, "Vote"),
     # the worker, per answer
     "AnswersPosted": (MetricUnit.Count, None),
     "EndToEndLatency": (MetricUnit.Seconds, None),

@@ -452,7 +452,26 @@ def _fits(draft: _Draft, extra: list[dict[str, Any]], reserve_blocks: int, reser
     )
 
 
-def render_answer(answer: Answer, *, elapsed_s: float | None = None) -> list[SlackMessage]:
+FEEDBACK_ACTIONS = {"codeask_feedback_up": "up", "codeask_feedback_down": "down"}
+
+
+def _feedback(key: str) -> dict[str, Any]:
+    """👍/👎 buttons; the value names the asking message, so a vote finds its answer."""
+    return {
+        "type": "actions",
+        "block_id": "codeask_feedback",
+        "elements": [
+            {"type": "button", "action_id": action, "value": key,
+             "text": {"type": "plain_text", "emoji": True, "text": label}}
+            for action, label in (("codeask_feedback_up", "👍 Helpful"),
+                                  ("codeask_feedback_down", "👎 Not helpful"))
+        ],
+    }  # fmt: skip
+
+
+def render_answer(
+    answer: Answer, *, elapsed_s: float | None = None, feedback_key: str | None = None
+) -> list[SlackMessage]:
     """The answer as messages for its thread: the first replaces the placeholder."""
     body = _linked_body(answer)
     chunks = split_body(body) or ["_(The answer came back empty.)_"]
@@ -470,6 +489,8 @@ def render_answer(answer: Answer, *, elapsed_s: float | None = None) -> list[Sla
     if warning:
         tail.append(_section(_mrkdwn(warning)))
     tail.append(_footer(answer, elapsed_s))
+    if feedback_key:
+        tail.append(_feedback(feedback_key))
 
     drafts = [_Draft(list(head))]
     for chunk in chunks:

@@ -205,3 +205,41 @@ def _claimed(
     )
     enqueue(job)  # a failure here is caught by the caller, which releases the claims
     return Ack(200, "", "queued", job=job)
+
+
+def handle_interaction(
+    event: dict[str, Any],
+    *,
+    signing_secret: str,
+    config: BotConfig,
+    store: StateStore,
+    actions: dict[str, str],
+    now: Callable[[], float] = time.time,
+) -> Ack:
+    """A button press (Slack interactivity): verified like an event, then a 👍/👎 is recorded."""
+    from urllib.parse import parse_qs
+
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    try:
+        body = raw_body(event)
+    except (ValueError, TypeError):
+        return Ack(401, "invalid request", "unauthorized")
+    if not verify_signature(signing_secret, headers, body, now()):
+        return Ack(401, "invalid signature", "unauthorized")
+    try:
+        payload = json.loads(parse_qs(body.decode("utf-8")).get("payload", ["{}"])[0])
+    except (UnicodeDecodeError, ValueError):
+        return Ack(400, "payload is not JSON", "ignored:not-json")
+    if not isinstance(payload, dict) or payload.get("type") != "block_actions":
+        return Ack(200, "", "ignored:not-a-button")
+    team = str((payload.get("team") or {}).get("id") or "")
+    user = str((payload.get("user") or {}).get("id") or "")
+    if not user or team != (config.team_id or team) or not team:
+        return Ack(200, "", "refused:team")
+    for action in payload.get("actions") or []:
+        vote = actions.get(str(action.get("action_id")))
+        key = str(action.get("value") or "")
+        if vote and key:
+            info = store.record_vote(key, user, vote)
+            return Ack(200, "", f"vote:{vote}" if info else "ignored:unknown-answer")
+    return Ack(200, "", "ignored:not-a-vote")

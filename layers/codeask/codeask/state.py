@@ -158,18 +158,69 @@ class StateStore:
             ExpressionAttributeValues=values,
         )
 
-    def finish_answer(self, key: str, posted_ts: list[str]) -> None:
+    def finish_answer(
+        self, key: str, posted_ts: list[str], info: dict[str, str] | None = None
+    ) -> None:
+        """Mark the job answered; `info` (question, answer, repos, sha) is what a vote refers to."""
+        values: dict[str, Any] = {
+            ":a": {"S": "answered"},
+            ":p": {"L": [{"S": t} for t in posted_ts]},
+            ":t": {"N": repr(time.time())},
+        }
+        expr = "SET #s = :a, posted_ts = :p, answered_at = :t"
+        if info:
+            expr += ", info = :i"
+            values[":i"] = {"S": json.dumps({k: v[:MAX_TURN_CHARS] for k, v in info.items()})}
         self.db.update_item(
             TableName=self.table,
             Key={"pk": {"S": "answer#" + key}},
-            UpdateExpression="SET #s = :a, posted_ts = :p, answered_at = :t",
+            UpdateExpression=expr,
             ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues={
-                ":a": {"S": "answered"},
-                ":p": {"L": [{"S": t} for t in posted_ts]},
-                ":t": {"N": repr(time.time())},
+            ExpressionAttributeValues=values,
+        )
+
+    # -- feedback: one vote per person per answer, the latest one counts ----------------------
+
+    def record_vote(self, key: str, user: str, vote: str) -> dict[str, str] | None:
+        """Store a 👍/👎 with the question, answer, repos and SHA it was about; None if unknown."""
+        item = self.db.get_item(
+            TableName=self.table, Key={"pk": {"S": "answer#" + key}}, ConsistentRead=True
+        ).get("Item")
+        if not item or "info" not in item:
+            return None
+        info = json.loads(item["info"]["S"])
+        self.db.put_item(
+            TableName=self.table,
+            Item={
+                "pk": {"S": f"vote#{key}#{user}"},
+                "vote": {"S": vote},
+                "user": {"S": user},
+                "key": {"S": key},
+                "info": {"S": json.dumps(info)},
+                "voted_at": {"N": repr(time.time())},
+                "expires_at": {"N": str(int(time.time()) + ANSWER_TTL_S)},
             },
         )
+        return dict(info)
+
+    def votes(self) -> list[dict[str, Any]]:
+        """Every vote in the table (for `codeask feedback export`)."""
+        out: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "begins_with(pk, :v)",
+            "ExpressionAttributeValues": {":v": {"S": "vote#"}},
+        }
+        while True:
+            page = self.db.scan(**kwargs)
+            for item in page.get("Items", []):
+                out.append({
+                    "key": item["key"]["S"], "user": item["user"]["S"], "vote": item["vote"]["S"],
+                    "voted_at": float(item["voted_at"]["N"]), **json.loads(item["info"]["S"]),
+                })  # fmt: skip
+            if "LastEvaluatedKey" not in page:
+                return out
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # -- threads the bot answered in: follow-ups -----------------------------------------------
 

@@ -200,9 +200,11 @@ def _answer(
         deadline=deadline,
         client=model_client() if model_client else None,
     )
-    msgs = render_answer(answer, elapsed_s=time.monotonic() - started)
+    msgs = render_answer(answer, elapsed_s=time.monotonic() - started, feedback_key=job.dedupe_key)
     extra = _publish(slack, store, job, placeholder, posted, msgs)
-    store.finish_answer(job.dedupe_key, [placeholder, *extra])
+    info = {"question": job.text, "answer": answer.text, "repos": ",".join(names),
+            "sha": answer.snapshot.sha, "mode": answer.mode}  # fmt: skip
+    store.finish_answer(job.dedupe_key, [placeholder, *extra], info)
     store.add_turn(
         job.channel,
         job.thread_ts,
