@@ -13,8 +13,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 
-FUNCTIONS = ("SlackEventsFunction", "AnswerWorkerFunction", "MirrorWarmerFunction")
-MOUNTED = ("AnswerWorkerFunction", "MirrorWarmerFunction")
+FUNCTIONS = (
+    "SlackEventsFunction",
+    "AnswerWorkerFunction",
+    "MirrorWarmerFunction",
+    "DoctorFunction",
+)
+MOUNTED = ("AnswerWorkerFunction", "MirrorWarmerFunction", "DoctorFunction")
 MIRROR_MOUNT = "/mnt/mirrors"
 
 
@@ -264,6 +269,15 @@ def test_worker_and_warmer_are_granted_only_what_they_use(template: dict[str, An
             *mount,
         },
         "MirrorWarmerFunction": {"secretsmanager:GetSecretValue", *mount},
+        # read-only checks: the secret, that the queue and table exist, the mirrors, the model
+        "DoctorFunction": {
+            "secretsmanager:GetSecretValue",
+            "secretsmanager:DescribeSecret",
+            "sqs:GetQueueAttributes",
+            "dynamodb:DescribeTable",
+            "bedrock:InvokeModel",
+            *mount,
+        },
     }
     for name, actions in expected.items():
         granted = {
@@ -353,19 +367,23 @@ def test_bedrock_is_granted_only_when_it_is_the_provider(template: dict[str, Any
     for name in FUNCTIONS:
         for statement, condition in statements(props(template, name)["Policies"]):
             if any(a.startswith("bedrock:") for a in as_list(statement["Action"])):
-                assert name == "AnswerWorkerFunction" and condition == "UseBedrock"
+                # the worker answers with it; the doctor makes a one-token check
+                assert name in ("AnswerWorkerFunction", "DoctorFunction")
+                assert condition == "UseBedrock"
                 assert as_list(statement["Action"]) == ["bedrock:InvokeModel"]
             else:
                 assert condition is None
 
 
-def test_only_the_worker_has_the_ripgrep_layer(template: dict[str, Any]) -> None:
+def test_only_the_worker_and_the_doctor_have_the_ripgrep_layer(template: dict[str, Any]) -> None:
     assert props(template, "AnswerWorkerFunction")["Layers"] == [
         ref("CodeaskLayer"),
         ref("RipgrepLayer"),
     ]
     assert props(template, "SlackEventsFunction")["Layers"] == [ref("CodeaskLayer")]
     assert props(template, "MirrorWarmerFunction")["Layers"] == [ref("CodeaskLayer")]
+    # the doctor checks that ripgrep runs, so it carries the layer the worker uses
+    assert props(template, "DoctorFunction")["Layers"] == [ref("CodeaskLayer"), ref("RipgrepLayer")]
     assert "Layers" not in template["Globals"]["Function"]
 
 
