@@ -26,6 +26,9 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from fakes.cfn import CfnLoader  # noqa: E402  (the same reader the template tests use)
+
 ROOT = Path(__file__).resolve().parents[1]
 SLICES = 20
 DAY_S = 86_400
@@ -42,27 +45,9 @@ DIM_LABEL = re.compile(r"\$\{PROP\('Dim\.(\w+)'\)\}")
 # ------------------------------------------------------------------ template
 
 
-class _CfnLoader(yaml.SafeLoader):
-    """CloudFormation short tags (!Sub, !Ref, ...) read as their long form."""
-
-
-def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        assert isinstance(node, yaml.MappingNode)
-        value = loader.construct_mapping(node, deep=True)
-    return {"Ref" if suffix == "Ref" else f"Fn::{suffix}": value}
-
-
-_CfnLoader.add_multi_constructor("!", _tag)
-
-
 def load_dashboard(template_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The dashboard body as CloudFormation would substitute it, and the template's alarms."""
-    template = yaml.load(template_path.read_text(), Loader=_CfnLoader)
+    template = yaml.load(template_path.read_text(), Loader=CfnLoader)
     params = template.get("Parameters", {})
     dashboards = [
         r["Properties"]

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from test_template import CfnLoader
 
 from codeask.ops import CATALOGUE, NAMESPACE
+from fakes.cfn import CfnLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"

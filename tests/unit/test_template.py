@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from fakes.cfn import CfnLoader
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 
@@ -24,30 +26,6 @@ MIRROR_MOUNT = "/mnt/mirrors"
 
 
 # ------------------------------------------------------------------ loading
-
-
-class CfnLoader(yaml.SafeLoader):
-    """A SafeLoader that turns CloudFormation short tags into their long JSON form."""
-
-
-def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        assert isinstance(node, yaml.MappingNode)
-        value = loader.construct_mapping(node, deep=True)
-    if suffix == "Ref":
-        return {"Ref": value}
-    if suffix == "Condition":
-        return {"Condition": value}
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {f"Fn::{suffix}": value}
-
-
-CfnLoader.add_multi_constructor("!", _construct_tag)
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,18 @@ def verify_signature(secret: str, headers: dict[str, str], body: bytes, now: flo
         return False
 
 
+def verified_body(event: dict[str, Any], signing_secret: str, now: float) -> bytes | Ack:
+    """The request's raw body when Slack signed it; otherwise the 401 to answer with."""
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    try:
+        body = raw_body(event)
+    except (ValueError, TypeError):
+        return Ack(401, "invalid request", "unauthorized")
+    if not verify_signature(signing_secret, headers, body, now):
+        return Ack(401, "invalid signature", "unauthorized")
+    return body
+
+
 def handle(
     event: dict[str, Any],
     *,
@@ -71,13 +83,9 @@ def handle(
     now: Callable[[], float] = time.time,
 ) -> Ack:
     """Everything between Slack's HTTP request and a queued job; returns what to answer Slack."""
-    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-    try:
-        body = raw_body(event)
-    except (ValueError, TypeError):
-        return Ack(401, "invalid request", "unauthorized")
-    if not verify_signature(signing_secret, headers, body, now()):
-        return Ack(401, "invalid signature", "unauthorized")
+    body = verified_body(event, signing_secret, now())
+    if isinstance(body, Ack):
+        return body
     try:
         payload = json.loads(body)
     except (UnicodeDecodeError, ValueError):
@@ -219,13 +227,9 @@ def handle_interaction(
     """A button press (Slack interactivity): verified like an event, then a 👍/👎 is recorded."""
     from urllib.parse import parse_qs
 
-    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-    try:
-        body = raw_body(event)
-    except (ValueError, TypeError):
-        return Ack(401, "invalid request", "unauthorized")
-    if not verify_signature(signing_secret, headers, body, now()):
-        return Ack(401, "invalid signature", "unauthorized")
+    body = verified_body(event, signing_secret, now())
+    if isinstance(body, Ack):
+        return body
     try:
         payload = json.loads(parse_qs(body.decode("utf-8")).get("payload", ["{}"])[0])
     except (UnicodeDecodeError, ValueError):
