@@ -57,7 +57,8 @@ e2e: $(STAMP)
 	@mkdir -p bench/out
 	@: > bench/out/emf.jsonl
 	CODEASK_RELIABILITY_REPORT=bench/out/reliability.json CODEASK_EMF_LOG=bench/out/emf.jsonl \
-		$(BIN)/python -m pytest -q tests/integration/test_e2e.py tests/integration/test_reliability.py
+		$(BIN)/python -m pytest -q tests/integration/test_e2e.py tests/integration/test_feedback.py \
+		tests/integration/test_cross_repo.py tests/integration/test_reliability.py
 	@cat bench/out/reliability.json
 
 # The CloudWatch dashboard of template.yaml, drawn from the metrics of the last `make e2e`.

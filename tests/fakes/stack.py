@@ -93,6 +93,16 @@ def click(action: str, user: str, value: str, *, secret: str = SIGNING_SECRET,
     return sign.signed(ev, secret, time.time())
 
 
+def sqs_job_event() -> dict[str, Any]:
+    """events/sqs_job.json with its job's event_time set to now, as a fresh delivery would be."""
+    ev = json.loads((EVENTS / "sqs_job.json").read_text())
+    for record in ev["Records"]:
+        body = json.loads(record["body"])
+        body["event_time"] = time.time()
+        record["body"] = json.dumps(body, separators=(",", ":"), sort_keys=True)
+    return ev
+
+
 @pytest.fixture(scope="session")
 def moto() -> Iterator[MotoServer]:
     with MotoServer() as server:

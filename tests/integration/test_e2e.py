@@ -10,7 +10,7 @@ import pytest
 
 from codeask.errors import ConfigError
 from fakes.messages_api import Fail, Reply, text, tool_use
-from fakes.stack import CHANNEL, EVENTS, Context, Stack, event, load_handler
+from fakes.stack import CHANNEL, EVENTS, Context, Stack, event, load_handler, sqs_job_event
 
 ANSWER = "Failed jobs are retried by `retry_job` (`billing/worker.py:6-11`), backing off 2^attempt s (`billing/policy.py:4-5`)."
 
@@ -161,13 +161,13 @@ def test_model_overloaded_until_the_deadline_gives_a_labelled_search_only_answer
 
 def test_sqs_job_event_file_drives_the_worker(stack: Stack) -> None:
     model_answers(stack)
-    ev = json.loads((EVENTS / "sqs_job.json").read_text())
+    ev = sqs_job_event()
     assert work(ev["Records"]) == {"batchItemFailures": []}
     assert len(bot_replies(stack, "1764430000.000100")) == 1
 
 
 def test_an_unknown_job_version_is_reported_as_a_failed_record(stack: Stack) -> None:
-    ev = json.loads((EVENTS / "sqs_job.json").read_text())
+    ev = sqs_job_event()
     body = json.loads(ev["Records"][0]["body"])
     body["version"] = 99
     ev["Records"][0]["body"] = json.dumps(body)

@@ -17,7 +17,17 @@ import pytest
 
 from codeask.ops import CATALOGUE, NAMESPACE
 from fakes.messages_api import Reply, text, tool_use
-from fakes.stack import CHANNEL, EVENTS, Context, Stack, click, emf_documents, event, load_handler
+from fakes.stack import (
+    CHANNEL,
+    EVENTS,
+    Context,
+    Stack,
+    click,
+    emf_documents,
+    event,
+    load_handler,
+    sqs_job_event,
+)
 
 ANSWER = "Failed jobs are retried by `retry_job` (`billing/worker.py:6-11`)."
 
@@ -253,7 +263,7 @@ def test_a_job_that_fails_for_good_counts_an_error_of_kind_answer_failed(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # WorkerErrorRateAlarm in template.yaml watches exactly this Kind value.
-    ev = json.loads((EVENTS / "sqs_job.json").read_text())
+    ev = sqs_job_event()
     body = json.loads(ev["Records"][0]["body"])
     body["repos"] = ["no-longer-configured"]
     ev["Records"][0]["body"] = json.dumps(body)
@@ -312,7 +322,7 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     job = json.loads(records[0]["body"])
     ack(click("codeask_feedback_down", "U0ALICE", f"{job['channel']}:{job['message_ts']}"))  # vote
     work(records)  # skipped
-    failing = json.loads((EVENTS / "sqs_job.json").read_text())["Records"]
+    failing = sqs_job_event()["Records"]
     body = json.loads(failing[0]["body"])
     failing[0]["body"] = json.dumps(
         {**body, "repos": ["no-longer-configured"], "event_id": "Ev0GONE01",
