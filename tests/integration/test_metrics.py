@@ -295,9 +295,12 @@ def test_the_warmer_reports_mirror_age_per_repo_and_failures_per_repo(
     assert warm()["failed"] == ["gone"]
     metrics = emitted(capsys.readouterr().out)
     assert_catalogued(metrics)
-    age = one(metrics, "MirrorAge")
+    ages = {m.dims["Repo"]: m for m in metrics if m.name == "MirrorAge"}
+    assert set(ages) == {"billing", "gone"}
+    age = ages["billing"]
     assert age.dims == {"service": "codeask", "Repo": "billing"}
     assert age.unit == "Seconds" and 0 <= age.values[0] < 60  # just fetched
+    assert ages["gone"].values == (lambdas.NEVER_SYNCED_AGE_S,)  # never synced: the alarm sees it
     failure = one(metrics, "MirrorWarmFailures")
     assert failure.dims == {"service": "codeask", "Repo": "gone"} and failure.values == (1.0,)
 

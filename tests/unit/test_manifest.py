@@ -46,6 +46,7 @@ METHOD_SCOPES: dict[str, frozenset[str]] = {
     "chat.postMessage": frozenset({"chat:write"}),
     "chat.update": frozenset({"chat:write"}),
     "chat.postEphemeral": frozenset({"chat:write"}),
+    "chat.delete": frozenset({"chat:write"}),
     # Since 2026-03 chat:write is enough, also in channel threads and without the assistant view;
     # assistant:write is still accepted but being retired (docs.slack.dev changelog 2026-03-05,
     # "Set status method scope update"), and it would need features.assistant_view.

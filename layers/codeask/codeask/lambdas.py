@@ -15,6 +15,7 @@ from codeask.ops import emit, logger, span
 from codeask.secrets import with_secrets
 from codeask.settings import Settings
 
+NEVER_SYNCED_AGE_S = 10_000_000.0  # ~116 days: far past any stale-mirror threshold
 SETTINGS_TTL_S = 300.0  # a rotated secret, or one put in after the first request, is picked up
 _cached: tuple[float, Settings] | None = None
 
@@ -233,8 +234,9 @@ def warm_all() -> dict[str, Any]:
             emit("MirrorWarmFailures", 1, name)
             logger.warning("warm failed", extra={"repo": name, "error": results[name]})
         synced = store.last_synced_at(spec) if spec is not None else None
-        if synced is not None:
-            emit("MirrorAge", max(0.0, time.time() - synced.timestamp()), name)
+        # A repo that never synced is as stale as it gets: the stale-mirror alarm must see it.
+        age = NEVER_SYNCED_AGE_S if synced is None else max(0.0, time.time() - synced.timestamp())
+        emit("MirrorAge", age, name)
         logger.info(
             "warmed", extra={"repo": name, "ms": round((time.monotonic() - started) * 1000)}
         )

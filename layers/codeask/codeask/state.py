@@ -20,7 +20,7 @@ class AnswerState:
     owner: str
     started_at: float
     placeholder_ts: str | None = None
-    posted_ts: list[str] = field(default_factory=list)
+    posted_ts: list[str] = field(default_factory=list)  # continuation messages after the first
 
 
 def _conditional_failed(e: Exception) -> bool:

@@ -97,7 +97,8 @@ def _publish(
     posted: list[str],
     msgs: list[SlackMessage],
 ) -> list[str]:
-    """First message replaces the placeholder; the rest edit what an earlier attempt posted, or post."""
+    """First message replaces the placeholder; the rest edit what an earlier attempt posted, or
+    post. `posted` and the result are the continuation messages only, never the placeholder."""
     _update(slack, job.channel, placeholder_ts, msgs[0])
     out = list(posted)
     for i, msg in enumerate(msgs[1:]):
@@ -106,6 +107,14 @@ def _publish(
         else:
             out.append(_post(slack, job.channel, job.thread_ts, msg))
             store.record_posts(job.dedupe_key, placeholder_ts, out)
+    # An earlier attempt that needed more messages left some behind: they would read as a second
+    # answer, so they go.
+    keep = len(msgs) - 1
+    for ts in out[keep:]:
+        slack.chat_delete(channel=job.channel, ts=ts)
+    if len(out) > keep:
+        out = out[:keep]
+        store.record_posts(job.dedupe_key, placeholder_ts, out)
     return out
 
 
@@ -154,7 +163,7 @@ def answer_job(
                 placeholder = _post(slack, job.channel, job.thread_ts, failure)
             else:
                 _update(slack, job.channel, placeholder, failure)
-            store.finish_answer(key, [placeholder])
+            store.finish_answer(key, [])
             return Outcome("failed")
         store.release_answer(key, owner)
         raise
@@ -178,7 +187,7 @@ def _answer(
     if not job.text.strip():
         msgs = [render_failure("empty")]
         ts = _publish(slack, store, job, placeholder, posted, msgs)
-        store.finish_answer(job.dedupe_key, [placeholder, *ts])
+        store.finish_answer(job.dedupe_key, ts)
         return Outcome("answered", posted_ts=[placeholder, *ts])
     # Only the repos this channel may read; any other is never searched, listed or named.
     specs = [
@@ -204,7 +213,7 @@ def _answer(
     extra = _publish(slack, store, job, placeholder, posted, msgs)
     info = {"question": job.text, "answer": answer.text, "repos": ",".join(names),
             "sha": answer.snapshot.sha, "mode": answer.mode}  # fmt: skip
-    store.finish_answer(job.dedupe_key, [placeholder, *extra], info)
+    store.finish_answer(job.dedupe_key, extra, info)
     store.add_turn(
         job.channel,
         job.thread_ts,
