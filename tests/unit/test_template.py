@@ -491,3 +491,18 @@ def test_outputs(template: dict[str, Any]) -> None:
     assert outputs["BotSecretsArn"]["Value"] == ref("BotSecrets")
     for name in FUNCTIONS:
         assert outputs[f"{name}Name"]["Value"] == ref(name)
+
+
+def test_the_worker_and_the_api_have_a_ceiling(template: dict[str, Any]) -> None:
+    jobs = [
+        e["Properties"]
+        for e in props(template, "AnswerWorkerFunction")["Events"].values()
+        if e["Type"] == "SQS"
+    ][0]
+    assert jobs["ScalingConfig"] == {"MaximumConcurrency": ref("WorkerMaxConcurrency")}
+    assert template["Parameters"]["WorkerMaxConcurrency"]["MinValue"] >= 2  # SQS's own minimum
+    limits = props(template, "SlackHttpApi")["DefaultRouteSettings"]
+    assert (
+        limits["ThrottlingRateLimit"] > 0
+        and limits["ThrottlingBurstLimit"] >= limits["ThrottlingRateLimit"]
+    )
