@@ -113,3 +113,24 @@ def test_secrets_in_snippets_are_redacted(tmp_path: Path, toolbox: Toolbox) -> N
     result = search_only.answer("where is the slack client built?", toolbox)
     assert "app/slack/client.py" in result.text
     assert token not in result.text
+
+
+def test_rankings_repeat_exactly_even_when_the_raw_cap_cuts_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given far more matching files than the raw cap lets in
+    for i in range(400):
+        write(
+            tmp_path,
+            f"pkg{i % 7}/mod{i}.py",
+            f"def handler_{i}(event):\n    return event  # handler\n",
+        )
+    monkeypatch.setattr(search_only, "RAW_MATCHES_PER_TERM", 50)
+    snap = Snapshot(tmp_path, "c" * 40, RepoRef("many", str(tmp_path)))
+    # When the same question is asked again and again
+    runs = [
+        [e.path for e in search_only.answer("where is the event handler?", Toolbox(snap)).evidence]
+        for _ in range(5)
+    ]
+    # Then the same evidence comes back every time
+    assert all(r == runs[0] for r in runs) and runs[0]

@@ -71,8 +71,12 @@ def search(
     path: str | None = None,
     timeout_s: float = 10.0,
     max_matches: int = RAW_MATCH_CAP,
+    stable: bool = False,
 ) -> SearchOutcome:
-    """Run one search and rank it. Raises ToolRefused for a refused path or an invalid regex."""
+    """Run one search and rank it. Raises ToolRefused for a refused path or an invalid regex.
+
+    `stable` sorts rg's output by path (single-threaded, ~1.5x slower) so that when the raw cap
+    is hit, the same matches fill it every time: evaluations must be repeatable."""
     target = "."
     rel_path = None
     if path:
@@ -87,6 +91,7 @@ def search(
         globs=globs + snapshot.deny.rg_globs(),
         max_matches=max_matches,
         timeout_s=timeout_s,
+        extra_args=["--sort", "path"] if stable else None,
     )
     compiled = python_pattern(pattern)
     by_file: dict[str, FileHits | None] = {}

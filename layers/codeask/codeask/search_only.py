@@ -228,7 +228,10 @@ def answer(
 
     def run(term: Term) -> SearchOutcome | None:
         try:
-            return toolbox.search_outcome(term.pattern, max_matches=RAW_MATCHES_PER_TERM)
+            # Stable order: the same question over the same commit ranks the same way.
+            return toolbox.search_outcome(
+                term.pattern, max_matches=RAW_MATCHES_PER_TERM, stable=True
+            )
         except ToolRefused:
             return None
 

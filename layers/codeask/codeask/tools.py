@@ -262,11 +262,12 @@ class Toolbox:
         glob: str | None = None,
         path: str | None = None,
         max_matches: int = RAW_MATCH_CAP,
+        stable: bool = False,
     ) -> SearchOutcome:
         """One search over the snapshot, or over every repo of a workspace at once, merged."""
         snap = self.snapshot
         if not isinstance(snap, Workspace):
-            return search(snap, self.rg, pattern, glob=glob, path=path,
+            return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
         rel = snap.normalise(path) if path else ""
@@ -276,7 +277,7 @@ class Toolbox:
 
         def one(target: tuple[Snapshot, str | None]) -> SearchOutcome:
             part, inner = target
-            return search(part, self.rg, pattern, glob=glob, path=inner,
+            return search(part, self.rg, pattern, glob=glob, path=inner, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
