@@ -13,10 +13,11 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeAlias, cast
 from urllib.parse import unquote, urlsplit
+
+from fakes.loopback import LoopbackServer, QuietServer
 
 __all__ = [
     "CACHE_LOOKBACK_BLOCKS",
@@ -392,18 +393,6 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_01{secrets.token_hex(12)}"
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeMessagesAPI) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that gave up (timeout test) resets the connection; that is expected, not news.
-        pass
-
-
 class _Handler(BaseHTTPRequestHandler):
     # Keep-alive, like the real API, so the SDK's connection pool behaves as in production.
     protocol_version = "HTTP/1.1"
@@ -420,7 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._fake()._track(self.connection, open_=False)
 
     def _fake(self) -> FakeMessagesAPI:
-        return cast(_Server, self.server).fake
+        return cast(FakeMessagesAPI, cast(QuietServer, self.server).fake)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -438,8 +427,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._fake()._handle(self)
 
 
-class FakeMessagesAPI:
+class FakeMessagesAPI(LoopbackServer):
     """A scripted Messages API on 127.0.0.1 that validates requests and simulates prompt caching."""
+
+    handler = _Handler
+    thread_name = "fake-messages-api"
 
     def __init__(
         self,
@@ -448,6 +440,7 @@ class FakeMessagesAPI:
         min_cacheable_tokens: int = 0,
         cache_lookback_blocks: int = CACHE_LOOKBACK_BLOCKS,
     ) -> None:
+        super().__init__()
         self._lock = threading.Lock()
         self._script: Script = script if script is not None else []
         self._cursor = 0
@@ -464,34 +457,18 @@ class FakeMessagesAPI:
             ),
             0,
         )
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self) -> FakeMessagesAPI:
-        if self._server is not None:
-            return self
+    def _before_start(self) -> None:
         self._stopping.clear()
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-messages-api",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
 
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
+    def _before_stop(self) -> None:
         self._stopping.set()  # wakes handlers sleeping on a scripted delay
-        server.shutdown()
-        server.server_close()
+
+    def _after_close(self) -> None:
         with self._lock:
             connections = list(self._connections)
         for conn in connections:
@@ -500,29 +477,10 @@ class FakeMessagesAPI:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeMessagesAPI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError(
-                "FakeMessagesAPI is not running; call start() or use it as a context manager"
-            )
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._origin()
 
     # -- script and accounting -------------------------------------------------------------------
 

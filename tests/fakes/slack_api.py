@@ -9,10 +9,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
+
+from fakes.loopback import LoopbackServer, QuietServer
 
 __all__ = [
     "DEFAULT_SCOPES",
@@ -191,18 +192,6 @@ def _require(args: Mapping[str, Any], name: str, error: str = "invalid_arguments
     return str(value)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, fake: FakeSlack) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that times out and hangs up mid-answer is a test scenario, not a fake bug.
-        pass
-
-
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -217,7 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length > 0 else b""
-        fake = cast(_Server, self.server).fake
+        fake = cast(FakeSlack, cast(QuietServer, self.server).fake)
         answer = fake._handle_http(self.path, self.headers, body)
         payload = json.dumps(answer.body).encode("utf-8")
         self.send_response(answer.status)
@@ -229,8 +218,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-class FakeSlack:
+class FakeSlack(LoopbackServer):
     """A small, stateful Slack workspace: channels, messages, threads, and scripted failures."""
+
+    handler = _Handler
+    thread_name = "fake-slack-api"
 
     def __init__(
         self,
@@ -241,6 +233,7 @@ class FakeSlack:
         team_id: str = "T0001",
         scopes: tuple[str, ...] = DEFAULT_SCOPES,
     ) -> None:
+        super().__init__()
         self.bot_token = bot_token
         self.bot_user_id = bot_user_id
         self.bot_id = bot_id
@@ -259,8 +252,6 @@ class FakeSlack:
         self._last_ts = _FIRST_TS_MICROS
         # Re-entrant so seeding helpers can be called while a request is being answered.
         self._lock = threading.RLock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._methods: dict[str, Handler] = {
             "auth.test": self._auth_test,
             "chat.postMessage": self._chat_post_message,
@@ -277,49 +268,10 @@ class FakeSlack:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def start(self) -> FakeSlack:
-        if self._server is not None:
-            return self
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-slack-api",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeSlack:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     @property
     def base_url(self) -> str:
         """Pass to `WebClient(base_url=...)`; the trailing slash matters to urljoin."""
-        if self._server is None:
-            raise RuntimeError(
-                "FakeSlack is not running; call start() or use it as a context manager"
-            )
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/api/"
+        return self._origin() + "/api/"
 
     # -- scripting -------------------------------------------------------------------------------
 
