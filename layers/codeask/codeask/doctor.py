@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeask.botconfig import BotConfig
-from codeask.errors import BadInput, ConfigError
+from codeask.errors import BadInput, ConfigError, first_line
 from codeask.secrets import SECRET_KEYS
 from codeask.settings import Settings
 
@@ -354,7 +354,7 @@ def _slack_error(e: Exception) -> str:
         error = response.get("error") if response is not None else None
     except (AttributeError, TypeError):
         error = None
-    return str(error) if error else f"{type(e).__name__}: {_first_line(e)}"
+    return str(error) if error else f"{type(e).__name__}: {first_line(e, 200)}"
 
 
 def check_slack_auth(run: _Run) -> Check:
@@ -384,7 +384,7 @@ def check_slack_auth(run: _Run) -> Check:
         run.slack_problem = "Slack could not be reached"
         return _failed(
             name,
-            f"cannot reach Slack at {s.slack_api_url}: {type(e).__name__}: {_first_line(e)}",
+            f"cannot reach Slack at {s.slack_api_url}: {type(e).__name__}: {first_line(e, 200)}",
             "check SLACK_API_URL and the network (on Lambda: the NAT gateway)",
         )
     data = resp.data if isinstance(resp.data, dict) else {}
@@ -470,7 +470,7 @@ def check_channel(run: _Run, channel_id: str) -> Check:
         return _failed(name, f"conversations.info failed: {error}", "check the channel ID")
     except Exception as e:  # noqa: BLE001 - a network failure is a finding, not a crash
         return _failed(
-            name, f"cannot reach Slack: {type(e).__name__}: {_first_line(e)}", "try again"
+            name, f"cannot reach Slack: {type(e).__name__}: {first_line(e, 200)}", "try again"
         )
     info = resp.get("channel") or {}
     label = f"#{info['name']}" if info.get("name") else "the channel"
@@ -512,7 +512,7 @@ def _git_timeouts(seconds: float) -> Iterator[None]:
 def check_repo(run: _Run, repo_name: str) -> Check:
     import pygit2
 
-    from codeask.mirror import RepoSpec, _pick_branch, redact_url, token_callbacks
+    from codeask.mirror import RepoSpec, pick_ref, redact_url, token_callbacks
 
     s, config = run.settings, run.config
     assert s is not None and config is not None
@@ -531,7 +531,7 @@ def check_repo(run: _Run, repo_name: str) -> Check:
             remote = pygit2.Repository().remotes.create_anonymous(spec.url)
             heads = remote.list_heads(callbacks=callbacks)
     except pygit2.GitError as e:
-        reason = _first_line(e).replace(spec.url, shown)
+        reason = first_line(e, 200).replace(spec.url, shown)
         auth = re.search(r"auth|credential|401|403|permission|publickey", reason, re.I)
         if auth and spec.url.lower().startswith("https://"):
             fix = "set GIT_TOKEN to a read-only token for this host (or check the one set)"
@@ -546,7 +546,7 @@ def check_repo(run: _Run, repo_name: str) -> Check:
         return _failed(name, f"cannot reach {shown} ({took:.1f} s): {reason}", fix)
     try:
         # The same rule a sync uses: the configured branch (or tag), else the remote's default.
-        branch, _ref, oid = _pick_branch(spec, heads)
+        branch, _ref, oid = pick_ref(spec, heads)
     except BadInput as e:
         which = (
             f'"branch" of repos.{repo_name}' if spec.branch else f'a "branch" for repos.{repo_name}'
@@ -631,7 +631,7 @@ def check_ripgrep(run: _Run) -> Check:
     except (OSError, subprocess.SubprocessError) as e:
         return _failed(
             name,
-            f"{rg} does not run: {type(e).__name__}: {_first_line(e)}",
+            f"{rg} does not run: {type(e).__name__}: {first_line(e, 200)}",
             f"{point} (for this machine's architecture)",
         )
     first = (done.stdout.decode("utf-8", "replace").splitlines() or [""])[0].strip()
@@ -745,7 +745,7 @@ def check_model(run: _Run) -> Check:
     except Exception as e:  # noqa: BLE001 - e.g. botocore without credentials, for Bedrock
         return _failed(
             name,
-            f"{where} call failed: {type(e).__name__}: {_first_line(e)}",
+            f"{where} call failed: {type(e).__name__}: {first_line(e, 200)}",
             "check the provider settings (CODEASK_PROVIDER, AWS_REGION, credentials)",
         )
     ms = (time.monotonic() - started) * 1000
@@ -762,7 +762,7 @@ def _api_error(e: Any) -> str:
             message = str(err.get("message") or err.get("type") or "")
         elif "message" in body:
             message = str(body["message"])
-    message = (message or _first_line(e))[:160]
+    message = (message or first_line(e, 200))[:160]
     return f"{status} {message}" if status else message
 
 
@@ -783,7 +783,7 @@ def _aws_error(e: Exception) -> tuple[str, str]:
     if isinstance(response, dict):
         err = response.get("Error") or {}
         return str(err.get("Code") or "error"), str(err.get("Message") or "")[:160]
-    return type(e).__name__, _first_line(e)
+    return type(e).__name__, first_line(e, 200)
 
 
 def _unset(run: _Run, name: str, variable: str, what: str) -> Check:
@@ -870,11 +870,6 @@ def check_table(run: _Run) -> Check:
 # ---- running them ------------------------------------------------------------------------------
 
 
-def _first_line(e: BaseException, limit: int = 200) -> str:
-    text = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -883,7 +878,9 @@ def _guarded(name: str, fn: Callable[[], Check]) -> Check:
     try:
         return fn()
     except Exception as e:  # noqa: BLE001 - one broken check must not hide the others
-        return _failed(name, f"the check itself failed: {type(e).__name__}: {_first_line(e)}", None)
+        return _failed(
+            name, f"the check itself failed: {type(e).__name__}: {first_line(e, 200)}", None
+        )
 
 
 def _secret_values(run: _Run) -> set[str]:

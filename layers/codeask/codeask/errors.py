@@ -27,3 +27,9 @@ class ToolRefused(CodeaskError):
     """A tool call was refused (path outside the snapshot, deny-listed, bad regex...)."""
 
     exit_code = 2
+
+
+def first_line(exc: BaseException, limit: int = 160) -> str:
+    """An exception as one short line for a person: libgit2 and SDK messages run long."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -26,7 +26,7 @@ import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
 from codeask.denylist import DenyList
-from codeask.errors import BadInput, RepoUnavailable
+from codeask.errors import BadInput, RepoUnavailable, first_line
 from codeask.settings import Settings
 from codeask.snapshot import RepoRef, Snapshot
 
@@ -105,13 +105,8 @@ def _open_local_repo(path: Path, shown: str) -> None:
         pygit2.Repository(str(path), flags=RepositoryOpenFlag.NO_SEARCH)
     except pygit2.GitError as exc:
         raise BadInput(
-            f"{shown!r} is not a git repository (work tree or bare): {_first_line(exc)}"
+            f"{shown!r} is not a git repository (work tree or bare): {first_line(exc)}"
         ) from None
-
-
-def _first_line(exc: BaseException, limit: int = 160) -> str:
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -372,7 +367,7 @@ class MirrorStore:
             except pygit2.GitError as exc:
                 raise BadInput(
                     f"commit {want[:12]} could not be fetched from {redact_url(spec.url)} "
-                    f"({_first_line(exc)}); the server may not allow fetching by SHA"
+                    f"({first_line(exc)}); the server may not allow fetching by SHA"
                 ) from None
         return self.snapshot_at(spec, want)
 
@@ -392,7 +387,7 @@ class MirrorStore:
             timings["remote_head"] = _ms(mark)
             return self._fall_back(spec, mdir, repo, _Why(self._reason(spec, exc)), strict)
         timings["remote_head"] = _ms(mark)
-        branch, remote_ref, remote_oid = _pick_branch(spec, heads)
+        branch, remote_ref, remote_oid = pick_ref(spec, heads)
 
         # The cheap path every question takes: the remote has nothing new for us.
         if _local_head(repo, branch) == remote_oid:
@@ -477,7 +472,7 @@ class MirrorStore:
         return _Head(str(sha), branch, False, StaleNote(str(sha), as_of, why.reason))
 
     def _reason(self, spec: RepoSpec, exc: BaseException) -> str:
-        return _first_line(exc).replace(spec.url, redact_url(spec.url))
+        return first_line(exc).replace(spec.url, redact_url(spec.url))
 
     def _open(self, mdir: Path) -> pygit2.Repository:
         repos = _PROCESS.repos()
@@ -499,7 +494,7 @@ class MirrorStore:
         with self._locked(mdir, self.lock_timeout_s) as held:
             if not held:
                 raise RepoUnavailable(
-                    f"the mirror of {mdir.name} cannot be opened ({_first_line(broken)}) "
+                    f"the mirror of {mdir.name} cannot be opened ({first_line(broken)}) "
                     "and another sync held its lock"
                 )
             with contextlib.suppress(pygit2.GitError):
@@ -757,7 +752,7 @@ def _local_head(repo: pygit2.Repository, branch: str) -> pygit2.Oid | None:
     return target if isinstance(target, pygit2.Oid) else None
 
 
-def _pick_branch(spec: RepoSpec, heads: list[Any]) -> tuple[str, str, pygit2.Oid]:
+def pick_ref(spec: RepoSpec, heads: list[Any]) -> tuple[str, str, pygit2.Oid]:
     """(local key, remote ref, commit) for the spec's branch or tag, or the remote's default."""
     branches: dict[str, pygit2.Oid] = {}
     tags: dict[str, pygit2.Oid] = {}
