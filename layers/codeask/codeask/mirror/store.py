@@ -41,6 +41,8 @@ class _Why:
 
     reason: str
     branch: str | None = None
+    # Another sync held the lock: nothing failed, so nothing to record and nothing to raise.
+    busy: bool = False
 
 
 class MirrorStore:
@@ -195,8 +197,8 @@ class MirrorStore:
         with locked(mdir, self.lock_timeout_s) as held:
             timings["lock"] = _ms(mark)
             if not held:
-                reason = _Why("another sync held the lock", branch)
-                return self._fall_back(spec, mdir, repo, reason, strict=False)
+                reason = _Why("another sync held the lock", branch, busy=True)
+                return self._fall_back(spec, mdir, repo, reason, strict)
             fetched = False
             sha = local_head(repo, branch)
             # Another process may have fetched while we waited for the lock.
@@ -227,7 +229,7 @@ class MirrorStore:
         """Serve what the mirror already has, marked stale, or explain that there is nothing."""
         shown = redact_url(spec.url)
         ledger = Ledger(mdir)
-        if why.reason != "another sync held the lock":
+        if not why.busy:
             ledger.note_error(why.reason, holding_lock=holding_lock)
             if strict:
                 raise RepoUnavailable(f"cannot reach {shown}: {why.reason}")
