@@ -487,7 +487,7 @@ def check_channel(run: _Run, channel_id: str) -> Check:
         )
     if not info.get("is_member"):
         return _failed(name, "the bot is not a member", f"{invite} (in {label})")
-    repos = run.config.channels.get(channel_id, ()) if run.config else ()
+    repos = [e.name for e in (run.config.repos_for(channel_id) or [])] if run.config else []
     return _passed(name, f"{label}, the bot is a member; may ask about {', '.join(repos)}")
 
 
