@@ -23,6 +23,7 @@ from codeask.denylist import DenyList
 from codeask.errors import BadInput, RepoUnavailable, ToolRefused
 from codeask.mirror import MirrorStore, RepoSpec, StaleNote, SyncResult
 from codeask.settings import Settings
+from codeask.snapshot import Snapshot
 from conftest import GitDaemon, GitWorkTree, free_port, run_git
 
 # Forking keeps children cheap and lets them share test-local callables; CI is Linux.
@@ -492,6 +493,25 @@ def test_symlinks_are_recreated_and_the_jail_refuses_escapes(
         with pytest.raises(ToolRefused):
             snapshot.resolve(name)
     assert snapshot.resolve("inner")[1] == snapshot.root / "README.md"
+
+
+def test_a_new_snapshot_lists_exactly_what_a_walk_of_its_tree_finds(
+    store: MirrorStore, work: GitWorkTree
+) -> None:
+    # Given a tree with nested dirs, denied files and dirs, and links to files, dirs and outside
+    work.commit(
+        {"a/b/c.py": "c\n", "a/.env": "X=1\n", "secrets/k.txt": "k\n", "z.txt": "z\n"},
+        symlinks={"a/link": "b", "top": "a/b/c.py", "out": "/etc"},
+    )
+
+    # When a snapshot is written (and its listing taken from the writer)
+    snapshot = store.sync(RepoSpec.parse(str(work.path))).snapshot
+
+    # Then the listing equals a fresh walk of the same directory
+    walked = Snapshot(snapshot.root, snapshot.sha, snapshot.repo, deny=store.deny).files
+    assert snapshot.files == walked
+    assert {"a/b/c.py", "a/link", "top", "out", "z.txt"} <= set(walked)
+    assert not {"a/.env", "secrets/k.txt"} & set(walked)
 
 
 def test_submodules_are_skipped(store: MirrorStore, work: GitWorkTree) -> None:
