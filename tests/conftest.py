@@ -1,4 +1,4 @@
-"""Shared git fixtures: throwaway repositories built with the git binary, served on 127.0.0.1."""
+"""Shared fixtures: throwaway git repositories, served on 127.0.0.1, and the `codeask` command."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -176,6 +177,42 @@ def git_daemon(tmp_path: Path) -> Iterator[GitDaemon]:
         yield daemon
     finally:
         daemon.stop()
+
+
+def cli_env(tmp: Path) -> dict[str, str]:
+    """An environment for the CLI: its own home, mirrors and snapshots; no model key, no AWS."""
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")}
+    return {
+        **keep,
+        "HOME": str(tmp / "home"),
+        "MIRROR_ROOT": str(tmp / "mirrors"),
+        "SNAPSHOT_ROOT": str(tmp / "snapshots"),
+    }
+
+
+def run_codeask(
+    *args: str, env: Mapping[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`codeask ARGS…` as a user runs it, in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "codeask.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=dict(env),
+        timeout=120,
+    )
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every path under root (a .git directory included) with its mtime, size and mode."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, root)] = (st.st_mtime_ns, st.st_size, st.st_mode)
+    return out
 
 
 # The loopback AWS/Slack/model stack for integration tests lives with the other fakes.
