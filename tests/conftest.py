@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -202,6 +203,19 @@ def run_codeask(
         env=dict(env),
         timeout=120,
     )
+
+
+def python313() -> str | None:
+    """A working python3.13 (Lambda's runtime version): on PATH, or pyenv's 3.13.0."""
+    candidates = [shutil.which("python3.13")]
+    if shutil.which("pyenv"):
+        prefix = subprocess.run(["pyenv", "prefix", "3.13.0"], capture_output=True, text=True)
+        if prefix.returncode == 0:
+            candidates.append(prefix.stdout.strip() + "/bin/python3.13")
+    for exe in candidates:
+        if exe and subprocess.run([exe, "-V"], capture_output=True).returncode == 0:
+            return exe
+    return None
 
 
 def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:

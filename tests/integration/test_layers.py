@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from conftest import python313
 
 BUILD = Path(__file__).resolve().parents[2] / ".aws-sam" / "build"
 LAYER = BUILD / "CodeaskLayer" / "python"
@@ -53,18 +54,13 @@ def test_codeask_layer_holds_the_package_and_arm64_pygit2() -> None:
     assert not list(py.glob("**/*x86_64*.so")), "an x86_64 extension would not load on arm64"
 
 
-def python313() -> str | None:
-    """A working python3.13 (Lambda's runtime version): on PATH, or pyenv's 3.13.0."""
-    candidates = [shutil.which("python3.13")]
-    pyenv = shutil.which("pyenv")
-    if pyenv:
-        prefix = subprocess.run([pyenv, "prefix", "3.13.0"], capture_output=True, text=True)
-        if prefix.returncode == 0:
-            candidates.append(prefix.stdout.strip() + "/bin/python3.13")
-    for exe in candidates:
-        if exe and subprocess.run([exe, "-V"], capture_output=True).returncode == 0:
-            return exe
-    return None
+def test_the_layer_brings_what_the_runtime_lacks_and_not_what_it_has() -> None:
+    # powertools' Tracer (the worker's handler) imports aws_xray_sdk even with tracing off, and
+    # Lambda's python3.13 runtime has boto3 and botocore but not it.
+    assert (LAYER / "aws_xray_sdk" / "core" / "__init__.py").is_file()
+    assert (LAYER / "wrapt" / "__init__.py").is_file()
+    # A second botocore here would shadow the runtime's, under the runtime's boto3.
+    assert not (LAYER / "botocore").exists() and not (LAYER / "boto3").exists()
 
 
 def test_the_layer_package_imports_on_python_3_13() -> None:
