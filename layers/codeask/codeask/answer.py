@@ -197,7 +197,7 @@ def _checkout(
             notify(f"follow-up: reading the thread's commit {sha[:7]}")
             return _Read(snap, spec.branch or "(pinned)")
         except BadInput:
-            notify(f"the thread's commit {sha[:7]} is gone from the mirror; reading the latest")
+            notify(f"the thread's commit {sha[:7]} can no longer be read; reading the latest")
     synced = store.sync(spec)
     if synced.uncommitted is not None:
         notify(synced.uncommitted.message())
