@@ -12,7 +12,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from codeask.ripgrep import find_rg  # noqa: E402
+from codeask.search.ripgrep import find_rg  # noqa: E402
 from codeask.snapshot import RepoRef, Snapshot  # noqa: E402
 from codeask.tools import Toolbox  # noqa: E402
 from corpus import make_corpus  # noqa: E402

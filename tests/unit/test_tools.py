@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -72,29 +73,30 @@ def test_definition_in_source_ranks_before_tests_and_docs(toolbox: Toolbox) -> N
     assert not result.is_error
     body = result.text.split("\n\n", 1)[1]
     assert body.startswith("src/billing/worker.py")
-    assert ">     9  def retry_job(job, attempts=3):" in result.text
+    assert re.search(r"^D +9  def retry_job\(job, attempts=3\):$", result.text, re.M)
     assert body.index("src/billing/worker.py") < body.index("tests/test_worker.py [test]")
     assert "docs/retries.md [docs]" in result.text
 
 
 def test_hits_show_enclosing_scope_and_context(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "return retry_job"})
-    assert "in class Worker › def run(self):" in result.text
-    assert "     5  " in result.text  # the line before, as context
+    assert "  in class Worker › def run(self)\n" in result.text
+    assert "\n  5      def run(self):\n" in result.text  # the line before, as context
 
 
-def test_per_file_cap_names_the_remaining_lines(toolbox: Toolbox) -> None:
+def test_every_hit_of_a_small_result_is_shown_with_its_text(toolbox: Toolbox) -> None:
     # Given a test file with 12 calls
     result = toolbox.run("search_code", {"pattern": "retry_job", "glob": "tests/**"})
-    # Then the capped file says how many more matches it has and where
-    assert "tests/test_worker.py [test] — 12 matches, best 5 shown" in result.text
-    assert "… 7 more in this file at lines" in result.text
-    assert "complete list" not in result.text
+    # Then all twelve are shown, each with its text, and the result says it is complete
+    assert "tests/test_worker.py [test] — 12 matches\n" in result.text
+    for i in range(12):
+        assert f"    retry_job({i})" in result.text
+    assert "complete: every match is shown" in result.text
 
 
 def test_complete_result_says_so(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "attempts=3"})
-    assert "1 match in 1 file" in result.text and "complete list" in result.text
+    assert "1 match in 1 file" in result.text and "complete: every match is shown" in result.text
 
 
 def test_no_match_and_hidden_files_are_searched(toolbox: Toolbox) -> None:

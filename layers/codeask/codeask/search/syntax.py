@@ -1,0 +1,516 @@
+"""Code structure around a search hit, from tree-sitter: scopes, hit kinds, key paths, statements, bodies."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeask.search import heuristics, languages
+from codeask.search.languages import CALLEE_FIELDS, CALLS, CONTAINERS, FUNCTIONS, NAMES, STRINGS
+
+# What a hit is, best first: the order ranks hits within a file.
+KINDS = ("definition", "call", "reference", "import", "string", "comment")
+MAX_PARSE_BYTES = 1_500_000  # a bigger file (a bundle, a dump) is read with heuristics
+CACHE_BYTES = 24_000_000  # parsed sources kept per process; snapshots are immutable
+SCOPE_CHARS = 110
+NEARBY_ROWS = 30  # how far above a hit an assignment of one of its names is worth a line
+_CODE_ISLANDS = frozenset(
+    {"interpolation", "template_substitution", "expansion", "command_substitution",
+     "simple_expansion", "string_interpolation", "escape_interpolation"}
+)  # fmt: skip
+_ANON_FUNCTIONS = frozenset({"arrow_function", "function_expression", "function", "func_literal"})
+_NAMED_BY_PARENT = frozenset(
+    {"variable_declarator", "pair", "assignment_expression", "public_field_definition",
+     "field_definition"}
+)  # fmt: skip
+_KEY_NODES = frozenset(
+    {"block_mapping_pair", "flow_pair", "pair", "table", "table_array_element", "block",
+     "attribute", "object_elem"}
+)  # fmt: skip
+_NEEDS_BODY = frozenset(
+    {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
+)
+_SEQUENCE_ITEMS = frozenset({"block_sequence_item"})
+_ARRAYS = frozenset({"array", "flow_sequence", "tuple"})
+_TRAILER = re.compile(r"(\s*(\{|:|=>|=|\bdo|\bthen))+\s*$")
+_DECORATOR_LINE = re.compile(r"^\s*(@|#\[|\[[A-Z])")
+
+
+@dataclass
+class HitInfo:
+    """What the parser says about one hit line."""
+
+    kind: str = "reference"
+    scope: list[str] = field(default_factory=list)  # outer to inner labels
+    decorates: str | None = None  # the definition a decorator line decorates
+    whole: tuple[int, int] | None = None  # 1-based rows of the definition this line defines
+    header_end: int | None = None  # last row of that definition's signature
+
+
+@dataclass
+class Context:
+    """Lines worth showing around a hit so it reads like code (1-based rows)."""
+
+    statement: tuple[int, int] | None = None
+    headers: list[int] = field(default_factory=list)  # enclosing loops, ifs, calls: nearest first
+    assignments: list[int] = field(default_factory=list)  # where names used on the line were set
+
+
+class FileSyntax:
+    """One file's structure: a parse tree when the language has a grammar, else heuristics."""
+
+    def __init__(self, language: str | None, lines: list[str]) -> None:
+        self.language = language
+        self.lines = lines
+        self.tree: Any = None
+        self.source = b""
+        if language is not None and languages.has_grammar(language):
+            source = "\n".join(lines).encode("utf-8", errors="replace")
+            if len(source) <= MAX_PARSE_BYTES:
+                import tree_sitter
+
+                self.source = source
+                self.tree = tree_sitter.Parser(languages.load(language)).parse(source)
+                self.rules = languages.RULES[language]
+        self.config = language in languages.CONFIG
+
+    @property
+    def parsed(self) -> bool:
+        return self.tree is not None
+
+    # -- one hit ---------------------------------------------------------------------------------
+
+    def info(self, line_no: int, spans: list[tuple[int, int]]) -> HitInfo:
+        """Kind, scope chain, and what the line defines, for a hit at `line_no` matching at `spans`."""
+        if not 1 <= line_no <= len(self.lines):
+            return HitInfo()
+        if self.tree is None:
+            return self._heuristic_info(line_no)
+        nodes = [self._node_at(line_no, span) for span in spans[:3]] or [
+            self._node_at(line_no, None)
+        ]
+        best: HitInfo | None = None
+        for node, (c0, c1) in nodes:
+            info = self._info_for(node, line_no - 1, c0, c1)
+            if best is None or KINDS.index(info.kind) < KINDS.index(best.kind):
+                best = info
+        assert best is not None
+        return best
+
+    def context(self, line_no: int, spans: list[tuple[int, int]]) -> Context:
+        """The statement around a hit, the blocks it sits in, and where its names were assigned."""
+        if self.tree is None or self.config or not 1 <= line_no <= len(self.lines):
+            return Context()
+        node, _ = self._node_at(line_no, spans[0] if spans else None)
+        row = line_no - 1
+        stmt = node
+        while stmt.parent is not None and stmt.parent.type not in CONTAINERS:
+            if stmt.type in self.rules.scopes:
+                break
+            stmt = stmt.parent
+        out = Context()
+        s0, s1 = stmt.start_point.row, _end_row(stmt)
+        if s1 - s0 <= 6:
+            out.statement = (s0 + 1, s1 + 1)
+        anc = node
+        function = None
+        while anc is not None:
+            if (anc.type in self.rules.scopes and self._has_body(anc)) or anc.type in FUNCTIONS:
+                function = anc
+                break
+            if anc.start_point.row < row and anc.type not in CONTAINERS:
+                if anc.start_point.row + 1 not in out.headers:
+                    out.headers.append(anc.start_point.row + 1)
+            anc = anc.parent
+        out.headers = out.headers[:3]
+        if function is not None:
+            out.assignments = self._assignments(stmt, row, function)
+        return out
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _node_at(self, line_no: int, span: tuple[int, int] | None) -> tuple[Any, tuple[int, int]]:
+        text = self.lines[line_no - 1]
+        if span is None:
+            span = (len(text) - len(text.lstrip()), len(text))
+        c0 = len(text[: span[0]].encode("utf-8", errors="replace"))
+        c1 = c0 + len(text[span[0] : span[1]].encode("utf-8", errors="replace"))
+        row = line_no - 1
+        node = self.tree.root_node.named_descendant_for_point_range((row, c0), (row, max(c0, c1)))
+        return node, (c0, c1)
+
+    def _info_for(self, node: Any, row: int, c0: int, c1: int) -> HitInfo:
+        rules = self.rules
+        info = HitInfo()
+        flags: set[str] = set()
+        string_closed = False
+        chain: list[Any] = []
+        decorator = None
+        key_path: list[str] = []
+        n = node
+        while n is not None:
+            t = n.type
+            if "comment" in t:
+                flags.add("comment")
+            elif t in _CODE_ISLANDS:
+                string_closed = True  # code inside a string: `f"{retry()}"`
+            elif t in STRINGS and not self.config and not string_closed:
+                flags.add("string")
+            if t in rules.imports or (t in ("call", "call_expression") and _is_require(n)):
+                flags.add("import")
+            if t in rules.decorators and decorator is None:
+                decorator = n
+            if t in CALLS and "call" not in flags and not flags & {"string", "comment"}:
+                callee = next(
+                    (c for f in CALLEE_FIELDS if (c := n.child_by_field_name(f)) is not None), None
+                )
+                if callee is not None and _contains(callee, row, c0):
+                    flags.add("call")
+            is_scope = (t in rules.scopes and self._has_body(n)) or self._named_anonymous(n)
+            if is_scope:
+                chain.append(n)
+            if (is_scope or t in rules.values) and "definition" not in flags:
+                name = _name_node(n)
+                if name is not None and _overlaps(name, row, c0, c1):
+                    if is_scope or not self._inside_function(n):
+                        flags.add("definition")
+                        info.whole = (_start_row(n) + 1, _end_row(n) + 1)
+                        info.header_end = self._header_end(n) + 1
+                        if chain and chain[-1] is n:
+                            chain.pop()  # the line itself shows the name it defines
+            if self.config and t in _KEY_NODES:
+                key = _key_of(n, self.source)
+                if key:
+                    key_path.append(key)
+                    if _key_overlaps(n, row, c0, c1) and "definition" not in flags:
+                        flags.add("definition")
+                        info.whole = (n.start_point.row + 1, _end_row(n) + 1)
+                        info.header_end = n.start_point.row + 1
+            elif self.config and (
+                t in _SEQUENCE_ITEMS or (n.parent is not None and n.parent.type in _ARRAYS)
+            ):
+                key_path.append(f"[{_index_among(n)}]")
+            n = n.parent
+        for kind in ("comment", "import", "definition", "string", "call"):
+            if kind in flags:
+                info.kind = kind
+                break
+        if self.config:
+            info.scope = list(reversed(key_path))
+            return info
+        info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
+        if decorator is not None:
+            target = _decorated(decorator, rules.scopes)
+            if target is not None:
+                if chain and chain[0] == target:
+                    info.scope.pop()
+                info.decorates = self._label(target, inner=True)
+        return info
+
+    @staticmethod
+    def _has_body(n: Any) -> bool:
+        """`struct foo { … }` defines; `struct foo *p` in a parameter list only names it."""
+        if n.type in _NEEDS_BODY:
+            return n.child_by_field_name("body") is not None
+        return True
+
+    def _named_anonymous(self, n: Any) -> bool:
+        """`const handler = async (req) => {…}`: an anonymous function named by what holds it."""
+        return (
+            n.type in _ANON_FUNCTIONS and n.parent is not None and n.parent.type in _NAMED_BY_PARENT
+        )
+
+    def _inside_function(self, n: Any) -> bool:
+        p = n.parent
+        while p is not None:
+            if p.type in FUNCTIONS:
+                return True
+            p = p.parent
+        return False
+
+    def _label(self, n: Any, *, inner: bool) -> str:
+        """`class Session`, `def send(self, request, *, stream=False)`: a definition's signature."""
+        if self._named_anonymous(n):
+            holder = n.parent
+            if holder.type == "variable_declarator" and holder.parent is not None:
+                holder = holder.parent  # `const makeApp = (secret) =>`, with its keyword
+            end = _body_start(n) if inner else n.start_byte
+            return _tidy(self.source[holder.start_byte : max(end, n.start_byte)], inner)
+        if not inner:
+            name = _name_node(n)
+            if name is not None and n.type != "block":
+                return _tidy(self.source[n.start_byte : name.end_byte], False)
+        end = _body_start(n)
+        if end < 0:  # no body to stop at: the first line (`type Server struct {`)
+            end = self.source.find(b"\n", n.start_byte)
+        prefix = "type " if n.type == "type_spec" else ""
+        return prefix + _tidy(self.source[n.start_byte : end], inner)
+
+    def _assignments(self, stmt: Any, row: int, function: Any) -> list[int]:
+        """Rows above the hit where the names on its line were last assigned: in the function
+        first (a default a few lines up), then at the top of the file (a constant)."""
+        query = languages.locals_query(self.language or "")
+        if query is None:
+            return []
+        import tree_sitter
+
+        small = _end_row(stmt) - stmt.start_point.row <= 6
+        wanted: set[str] = set()
+        stack = [stmt]
+        while stack and len(wanted) < 16:
+            n = stack.pop()
+            if not small and not n.start_point.row <= row <= n.end_point.row:
+                continue
+            if n.type in NAMES and n.child_count == 0 and (small or n.start_point.row == row):
+                wanted.add(self._text(n))
+            stack.extend(n.children)
+        if not wanted:
+            return []
+        signature_end = self._header_end(function) if function.child_by_field_name("body") else -1
+        cursor = tree_sitter.QueryCursor(query)
+        first = max(function.start_point.row, stmt.start_point.row - NEARBY_ROWS)
+        cursor.set_point_range((first, 0), (row + 1, 0))
+        found: dict[str, int] = {}
+        for n in cursor.captures(function).get("n", []):
+            r = n.start_point.row
+            name = self._text(n)
+            if r >= stmt.start_point.row:
+                wanted.discard(name)  # the hit assigns it itself: an earlier value is moot
+            elif r > signature_end and name in wanted:  # the signature is in the scope label
+                found[name] = max(found.get(name, -1), r)
+        found = {k: v for k, v in found.items() if k in wanted}
+        top = self.tree.root_node
+        if function.parent is not None:
+            for c in top.named_children:
+                if c.start_point.row >= function.start_point.row:
+                    break
+                for cand in (c, *c.named_children):
+                    if cand.type in self.rules.values:
+                        name_node = _name_node(cand)
+                        if name_node is not None and self._text(name_node) in wanted:
+                            found.setdefault(self._text(name_node), cand.start_point.row)
+        rows = sorted({r + 1 for r in found.values()}, reverse=True)
+        return rows[:3]
+
+    def _text(self, n: Any) -> str:
+        return self.source[n.start_byte : n.end_byte].decode("utf-8", "replace")
+
+    def _header_end(self, n: Any) -> int:
+        """The last row of a definition's signature (several for a long parameter list)."""
+        body = n.child_by_field_name("body")
+        if body is None or body.start_point.row == n.start_point.row:
+            return int(n.start_point.row)
+        row = int(body.start_point.row)
+        text = self.lines[row]
+        first_col = len(text.encode("utf-8", "replace")) - len(
+            text.lstrip().encode("utf-8", "replace")
+        )
+        # a body that starts its own line (Python's block, a K&R `{`) leaves the signature above it
+        return row - 1 if body.start_point.column <= first_col else row
+
+    def _heuristic_info(self, line_no: int) -> HitInfo:
+        text = self.lines[line_no - 1]
+        info = HitInfo()
+        if heuristics.looks_like_comment(text, self.language):
+            info.kind = "comment"
+        elif heuristics.is_definition(text):
+            info.kind = "definition"
+        scope = heuristics.enclosing_scope(self.lines, line_no)
+        if scope:
+            info.scope = [scope]
+        return info
+
+
+# -- tree helpers ----------------------------------------------------------------------------------
+
+
+def _end_row(n: Any) -> int:
+    """The last row a node covers (a node ending at column 0 ends on the row before)."""
+    end = n.end_point
+    return end.row - 1 if end.column == 0 and end.row > n.start_point.row else end.row
+
+
+def _start_row(n: Any) -> int:
+    """A definition's first row, its decorators included."""
+    p = n.parent
+    if p is not None and p.type == "decorated_definition":
+        return p.start_point.row
+    return n.start_point.row
+
+
+def _contains(n: Any, row: int, col: int) -> bool:
+    return (
+        (n.start_point.row, n.start_point.column)
+        <= (row, col)
+        < (
+            n.end_point.row,
+            n.end_point.column,
+        )
+    )
+
+
+def _overlaps(n: Any, row: int, c0: int, c1: int) -> bool:
+    s = (n.start_point.row, n.start_point.column)
+    e = (n.end_point.row, n.end_point.column)
+    return s < (row, max(c1, c0 + 1)) and (row, c0) < e
+
+
+def _name_node(n: Any) -> Any | None:
+    name = n.child_by_field_name("name")
+    if name is not None:
+        return name
+    d = n.child_by_field_name("declarator")
+    while d is not None and d.type not in NAMES:
+        inner = d.child_by_field_name("declarator")
+        if inner is None:
+            inner = next((c for c in d.named_children if c.type in NAMES), None)
+        d = inner
+    if d is not None:
+        return d
+    left = n.child_by_field_name("left")
+    if left is not None and left.type in NAMES:
+        return left
+    return next((c for c in n.named_children if c.type in NAMES), None)
+
+
+def _body_start(n: Any) -> int:
+    """Where a definition's body begins (its signature ends), as a byte offset."""
+    body = n.child_by_field_name("body")
+    if body is None:
+        body = next(
+            (c for c in n.children if c.type in ("block_start", "field_declaration_list",
+                                                 "declaration_list", "class_body", "block")),
+            None,
+        )  # fmt: skip
+    comment = next(
+        (c for c in n.children if "comment" in c.type and c.start_byte > n.start_byte), None
+    )  # Ruby keeps a class's leading comment inside the class node
+    if body is not None and body.start_byte > n.start_byte:
+        end = int(body.start_byte)
+        return min(end, int(comment.start_byte)) if comment is not None else end
+    return int(n.end_byte) if n.end_point.row == n.start_point.row else -1
+
+
+def _tidy(raw: bytes, inner: bool) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    kept = [ln for ln in text.splitlines() if not _DECORATOR_LINE.match(ln)] or [text]
+    s = " ".join(" ".join(kept).split())
+    s = re.sub(r"\(\s+", "(", s)
+    s = re.sub(r",?\s*\)", ")", s)
+    s = _TRAILER.sub("", s)
+    limit = SCOPE_CHARS if inner else 60
+    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
+
+
+def _is_require(n: Any) -> bool:
+    fn = n.child_by_field_name("function") or n.child_by_field_name("method")
+    return (
+        fn is not None
+        and fn.type == "identifier"
+        and fn.text
+        in (
+            b"require",
+            b"require_relative",
+        )
+    )
+
+
+def _decorated(decorator: Any, scopes: frozenset[str]) -> Any | None:
+    """The definition a decorator, annotation or attribute belongs to."""
+    p = decorator.parent
+    while p is not None and p.type in ("modifiers", "attribute_list", "decorated_definition"):
+        if p.type == "decorated_definition":
+            return p.child_by_field_name("definition")
+        p = p.parent
+    if p is not None and p.type in scopes:
+        return p
+    sib = decorator.next_named_sibling
+    while sib is not None and (
+        sib.type in ("attribute_item", "decorator") or "comment" in sib.type
+    ):
+        sib = sib.next_named_sibling
+    return sib if sib is not None and sib.type in scopes else None
+
+
+def _key_node(n: Any) -> Any | None:
+    key = n.child_by_field_name("key")
+    if key is not None:
+        return key
+    for c in n.named_children:
+        if c.type in ("bare_key", "dotted_key", "quoted_key", "identifier", "expression"):
+            return c
+    return None
+
+
+def _key_overlaps(n: Any, row: int, c0: int, c1: int) -> bool:
+    """The match is in the key (`redis:`, `"redis":`, `[cache.redis]`, `resource "x" "redis" {`)."""
+    if n.type == "block":
+        head = [c for c in n.named_children if c.type not in ("block_start", "body", "block_end")]
+        return any(_overlaps(c, row, c0, c1) for c in head)
+    k = _key_node(n)
+    return k is not None and _overlaps(k, row, c0, c1)
+
+
+def _key_of(n: Any, source: bytes) -> str:
+    if n.type == "block":  # HCL: `resource "aws_s3_bucket" "logs"`
+        parts = []
+        for c in n.named_children:
+            if c.type == "block_start" or c.type == "body":
+                break
+            parts.append(source[c.start_byte : c.end_byte].decode("utf-8", "replace"))
+        return " ".join(parts)[:60]
+    key = _key_node(n)
+    if key is None:
+        return ""
+    text = source[key.start_byte : key.end_byte].decode("utf-8", "replace").strip().strip("\"'")
+    text = " ".join(text.split())[:40]
+    return text + "[]" if n.type == "table_array_element" else text
+
+
+def _index_among(n: Any) -> int:
+    i = 0
+    sib = n.prev_named_sibling
+    while sib is not None:
+        if "comment" not in sib.type:
+            i += 1
+        sib = sib.prev_named_sibling
+    return i
+
+
+# -- the cache -------------------------------------------------------------------------------------
+
+_cache: OrderedDict[tuple[str, str], FileSyntax] = OrderedDict()
+_cache_bytes = 0
+_cache_lock = threading.Lock()
+
+
+def syntax_for(key: tuple[str, str], language: str | None, lines: list[str]) -> FileSyntax:
+    """The file's structure, parsed once per snapshot file (`key` = snapshot root, path)."""
+    global _cache_bytes
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None and hit.lines == lines:
+            _cache.move_to_end(key)
+            return hit
+    syntax = FileSyntax(language, lines)
+    with _cache_lock:
+        old = _cache.pop(key, None)
+        if old is not None:
+            _cache_bytes -= len(old.source)
+        _cache[key] = syntax
+        _cache_bytes += len(syntax.source)
+        while _cache_bytes > CACHE_BYTES and len(_cache) > 1:
+            _, dropped = _cache.popitem(last=False)
+            _cache_bytes -= len(dropped.source)
+    return syntax
+
+
+def clear_cache() -> None:
+    """Forget every parse (benchmarks measure the uncached cost)."""
+    global _cache_bytes
+    with _cache_lock:
+        _cache.clear()
+        _cache_bytes = 0
