@@ -305,7 +305,7 @@ class Toolbox:
             elapsed_ms=max(o.elapsed_ms for o in outcomes),
             path_is_file=len(outcomes) == 1 and first.path_is_file,
             ignore_case=first.ignore_case,
-            case_note=next((o.case_note for o in outcomes if o.case_note), None),
+            case_differs=sum(o.case_differs for o in outcomes),
             alternatives=first.alternatives,
             alternative_counts=counts,
             plain_words=first.plain_words,

@@ -12,11 +12,9 @@ from codeask.search.ripgrep import RawMatch, RgRun, run_rg
 from codeask.snapshot import Snapshot
 
 RAW_MATCH_CAP = 2500  # matches read from rg before it is stopped; ranking happens within these
-FEW_MATCHES = 25  # a case-sensitive search with fewer also looks for other spellings of case
-CASE_EXTRA_CAP = 400  # matches read for those other spellings
 
 
-@dataclass
+@dataclass(eq=False)
 class Hit:
     line: int
     text: str
@@ -32,7 +30,7 @@ class Hit:
         return self.kind == "definition"
 
 
-@dataclass
+@dataclass(eq=False)
 class FileHits:
     path: str
     kind: str
@@ -65,7 +63,7 @@ class SearchOutcome:
     elapsed_ms: float
     path_is_file: bool = False
     ignore_case: bool = True
-    case_note: str | None = None  # set when case-sensitivity hid other spellings
+    case_differs: int = 0  # matches found ignoring case that differ from the pattern's case
     alternatives: list[str] = field(default_factory=list)
     alternative_counts: list[int] = field(default_factory=list)
     plain_words: list[str] = field(default_factory=list)
@@ -126,31 +124,31 @@ def search(
         return run_rg(rg, snapshot.root, text, target=target, globs=globs, extra_args=extra,
                       ignore_case=ignore_case, max_matches=cap, timeout_s=timeout_s)  # fmt: skip
 
-    run = rg_run(pattern, pat.ignore_case, max_matches)
+    # A capital letter makes rg's smart case sensitive, and code spells one name in several cases
+    # (`ClusterNode` and the `clusterNode` struct, `maxTasksPerChild` and `maxtasksperchild`).
+    # Measured on three repos, rg costs the same either way, so one case-insensitive run finds
+    # both and the exact-case hits are ranked first; only a flood also gets a case-sensitive run
+    # so that no exact hit is lost to the cap.
+    both_cases = not pat.ignore_case and not pat.has_inline_case_flag and pat.compiled is not None
+    run = rg_run(pattern, pat.ignore_case or both_cases, max_matches)
     matches = run.matches
     if run.stopped_early and len(pat.alternatives) > 1:
         # A common alternative filled the cap before rg reached the rare one: each gets its own run.
         share = max(200, max_matches // len(pat.alternatives))
         with ThreadPoolExecutor(max_workers=min(4, len(pat.alternatives))) as pool:
-            runs = list(pool.map(lambda a: rg_run(a, pat.ignore_case, share), pat.alternatives))
+            runs = list(
+                pool.map(
+                    lambda a: rg_run(a, pat.ignore_case or both_cases, share), pat.alternatives
+                )
+            )
         matches = _merge([m for r in runs for m in r.matches])
         run.timed_out = run.timed_out or any(r.timed_out for r in runs)
         run.stopped_early = any(r.stopped_early for r in runs)
-    extra_case: list[RawMatch] = []
-    case_note = None
-    if not pat.ignore_case and not pat.has_inline_case_flag and len(matches) < FEW_MATCHES:
-        # A capital letter made the search case-sensitive, and it found little: the code may
-        # spell it another way (`cacheTTL` in one place, `cache_ttl` or `CACHETTL` elsewhere).
-        other = rg_run(pattern, True, CASE_EXTRA_CAP)
-        seen = {(m.path, m.line) for m in matches}
-        extra_case = [m for m in other.matches if (m.path, m.line) not in seen]
-        if extra_case:
-            n = len(extra_case)
-            more = "+" if other.stopped_early else ""
-            case_note = (
-                f"The capital letters made this search case-sensitive; ignoring case finds "
-                f"{n}{more} more {'match' if n == 1 else 'matches'}, listed after the exact ones."
-            )
+    if both_cases and run.stopped_early:
+        exact_run = rg_run(pattern, False, max_matches)
+        matches = _merge(exact_run.matches + matches)
+    exact = pat.compiled
+    differ = 0 if not both_cases else sum(1 for m in matches if exact and not exact.search(m.text))
     outcome = SearchOutcome(
         pattern=pattern,
         glob=glob,
@@ -162,11 +160,11 @@ def search(
         elapsed_ms=run.elapsed_ms,
         path_is_file=bool(rel_path) and rel_path in snapshot.file_set,
         ignore_case=pat.ignore_case,
-        case_note=case_note,
+        case_differs=differ,
         alternatives=pat.alternatives if len(pat.alternatives) > 1 else [],
         plain_words=pat.plain_words,
     )
-    outcome.files = _rank(snapshot, pat, matches, extra_case)
+    outcome.files = _rank(snapshot, pat, matches, both_cases)
     outcome.total_matches = sum(len(f.hits) for f in outcome.files)
     if outcome.alternatives:
         counts = [0] * len(outcome.alternatives)
@@ -189,11 +187,12 @@ def _merge(matches: list[RawMatch]) -> list[RawMatch]:
 
 
 def _rank(
-    snapshot: Snapshot, pat: Pattern, matches: list[RawMatch], other_case: list[RawMatch]
+    snapshot: Snapshot, pat: Pattern, matches: list[RawMatch], both_cases: bool
 ) -> list[FileHits]:
     by_file: dict[str, FileHits | None] = {}
-    insensitive = Pattern(pat.text, True) if other_case else pat
-    for m, exact in [(m, True) for m in matches] + [(m, False) for m in other_case]:
+    insensitive = Pattern(pat.text, True)
+    for m in matches:
+        exact = not both_cases or pat.spans(m.text, 1) != []
         if m.path not in by_file:
             # rg already skipped denied globs; this is the second lock on the same door.
             by_file[m.path] = (

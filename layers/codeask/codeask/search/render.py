@@ -18,7 +18,8 @@ ALL_SHOWN = 25  # a result this small is shown whole, context trimmed to fit
 FULL_SHARE = 0.62  # of the budget, for hits shown with their scope; then one-line previews
 PREVIEW_SHARE = 0.88  # then counts per file
 SMALL_BODY = 30  # a definition this many lines long or less is shown whole
-MAX_BODIES = 4
+MAX_BODIES = 4  # in a result of many hits, half as many
+TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
 FILE_CHUNK = 8  # hits a file contributes before the next file gets its turn
 ALTERNATIVE_CHUNK = 6  # likewise for each alternative of an alternation
 PARSE_FIRST = 8  # files parsed before ranking across files settles
@@ -76,6 +77,7 @@ class _File:
     preview: list[Hit] = field(default_factory=list)
     rows: set[int] = field(default_factory=set)  # context rows shown
     owner: dict[int, Hit] = field(default_factory=dict)  # the hit a context row was shown for
+    full_lines: set[int] = field(default_factory=set)
 
     @property
     def lines(self) -> list[str] | None:
@@ -107,7 +109,8 @@ class Renderer:
         words = outcome.plain_words
         main = [f for f in outcome.files if not (words and f.only_inside_words)]
         # Matches only inside longer words are noise beside whole-word ones ('redistribute').
-        self.inside = [] if not main else [f for f in outcome.files if f not in main]
+        kept = {id(f) for f in main}
+        self.inside = [] if not main else [f for f in outcome.files if id(f) not in kept]
         self.files = [_File(f) for f in (main or outcome.files)]
         self._by_path = {f.fh.path: f for f in self.files}
 
@@ -146,17 +149,24 @@ class Renderer:
                 alt_rank = per_alt.get(h.alternative, 0)
                 per_alt[h.alternative] = alt_rank + 1
                 alt_chunk = alt_rank // ALTERNATIVE_CHUNK if self.o.alternatives else 0
-                keyed.append(((alt_chunk, rank // FILE_CHUNK, file_rank, rank), f, h))
+                key = (not h.exact_case, alt_chunk, rank // FILE_CHUNK, file_rank, rank)
+                keyed.append((key, f, h))
         keyed.sort(key=lambda k: k[0])
         return [(f, h) for _, f, h in keyed]
 
     # -- planning --------------------------------------------------------------------------------
 
     def plan(self) -> None:
+        """In rank order: each hit is shown in full (its text and scope) while a share of the
+        budget lasts, then as a one-line preview, then only counted. The best hits' bodies and
+        context are paid for as they are placed; the others get context from what is left."""
         order = self._order()
         show_all = len(order) <= ALL_SHOWN
+        bodies = MAX_BODIES if show_all else MAX_BODIES // 2
         used = 0
         labels: dict[str, set[str]] = {}
+        added: list[tuple[_File, set[int]]] = []
+        placed = 0
         for f, h in order:
             if not f.full and not f.preview:
                 used += len(f.fh.path) + 40
@@ -169,63 +179,118 @@ class Renderer:
                 cost += len(label) + 6
             if show_all or used + cost <= self.budget * FULL_SHARE:
                 f.full.append(h)
+                f.full_lines.add(h.line)
                 seen.add(label)
                 used += cost
+                if placed < TOP_CONTEXT:
+                    rows, is_body = self._context(f, h, bodies > 0)
+                    extra = sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
+                    if rows and (show_all or used + extra <= self.budget * FULL_SHARE):
+                        bodies -= is_body
+                        used += extra
+                        self._add_rows(f, h, rows, added)
+                placed += 1
                 continue
             cost = min(len(h.text.strip()), PREVIEW_CHARS) + 12
             if used + cost <= self.budget * PREVIEW_SHARE:
                 f.preview.append(h)
                 used += cost
-        self._add_context(order)
+        for f, h in order[TOP_CONTEXT:]:
+            if h.line in f.full_lines and f.syntax is not None:
+                rows, is_body = self._context(f, h, bodies > 0)
+                bodies -= is_body
+                self._add_rows(f, h, rows, added)
+        self._fit(order, added)
 
-    def _add_context(self, order: list[tuple[_File, Hit]]) -> None:
-        """Bodies of small definitions, then a few lines around each hit, in rank order, while the
-        budget lasts; a result that is over it loses context from its lowest hits first."""
-        bodies = 0
-        added: list[tuple[_File, set[int]]] = []
-        for f, h in order:
-            if h not in f.full or f.syntax is None:
-                continue
-            info = f.infos.get(h.line) or HitInfo()
-            want: set[int] = set()
-            if info.whole and h.kind == "definition":
-                first, last = info.whole
-                if last - first + 1 <= SMALL_BODY and bodies < MAX_BODIES:
-                    want = set(range(first, last + 1))
-                    bodies += 1
-                else:
-                    end = max(info.header_end or h.line, h.line)
-                    want = set(range(first, min(end + 2, last) + 1))
-            if not want:
-                want = self._around(f, h)
-            new = {r for r in want if r not in f.rows and not _is_hit(f, r)}
-            if new:
-                f.rows |= new
-                for r in new:
-                    f.owner.setdefault(r, h)
-                added.append((f, new))
-        text = self.render()
-        while len(text) > self.budget and added:
-            f, rows = added.pop()
+    def _context(self, f: _File, h: Hit, body_allowed: bool) -> tuple[set[int], bool]:
+        """Rows to show with a hit: a small definition whole, a big one's signature, or the
+        lines around it; and whether that was a whole body."""
+        if f.syntax is None:
+            return set(), False
+        info = f.infos.get(h.line) or HitInfo()
+        if info.whole and h.kind == "definition":
+            first, last = info.whole
+            if last - first + 1 <= SMALL_BODY and body_allowed:
+                return set(range(first, last + 1)), True
+            if last > first:
+                end = max(info.header_end or h.line, h.line)
+                return set(range(first, min(end + 2, last) + 1)), False
+        return self._around(f, h), False
+
+    @staticmethod
+    def _add_rows(f: _File, h: Hit, rows: set[int], added: list[tuple[_File, set[int]]]) -> None:
+        new = {r for r in rows if r not in f.rows and r not in f.full_lines}
+        if new:
+            f.rows |= new
+            for r in new:
+                f.owner.setdefault(r, h)
+            added.append((f, new))
+
+    def _fit(self, order: list[tuple[_File, Hit]], added: list[tuple[_File, set[int]]]) -> None:
+        # Over the budget: context goes from the lowest hits first, then the lowest previews, then
+        # full hits become previews (never in a small result, which always shows every hit).
+        for f, rows in added:
             f.rows -= rows
-            for r in rows:
-                f.owner.pop(r, None)
-            text = self.render()
-        # Still over (long lines): the lowest previews go, then the lowest full hits become
-        # previews, except in a small result, which always shows every hit.
-        demotable = [(f, h) for f, h in order if h in f.full][ALL_SHOWN:]
-        previews = [(f, h) for f, h in order if h in f.preview]
-        while len(text) > self.budget and (previews or demotable):
-            if previews:
-                f, h = previews.pop()
+        # Estimate first (one render), then search for the exact cut only when the estimate misses.
+        room = self.budget - len(self.render())
+        keep = 0
+        for f, rows in added:
+            room -= sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
+            if room < 0:
+                break
+            keep += 1
+        if not self._fits_with(added[:keep]):
+            keep = _most(keep, lambda k: self._fits_with(added[:k]))
+        self._apply(added[:keep])
+        text = self.render()
+        if len(text) > self.budget:
+            previews = [(f, h) for f, h in order if h in f.preview]
+            for f, h in previews:
                 f.preview.remove(h)
-            else:
-                f, h = demotable.pop()
-                f.full.remove(h)
+            kept = _most(len(previews), lambda k: self._fits_with([], previews[:k]))
+            for f, h in previews[:kept]:
                 f.preview.append(h)
-                previews.append((f, h))
             text = self.render()
+            demotable = [(f, h) for f, h in order if h in f.full][ALL_SHOWN:]
+            if len(text) > self.budget and demotable:
+                for f, h in demotable:
+                    f.full.remove(h)
+                kept = _most(len(demotable), lambda k: self._fits_with([], [], demotable[:k]))
+                for f, h in demotable[:kept]:
+                    f.full.append(h)
+                for f, h in demotable[kept:]:
+                    f.full_lines.discard(h.line)
+                    f.preview.append(h)
+                text = self.render()
         self._text = text
+
+    def _apply(self, added: list[tuple[_File, set[int]]]) -> None:
+        for f in self.files:
+            f.rows = set()
+        for f, rows in added:
+            f.rows |= rows
+
+    def _fits_with(
+        self,
+        added: list[tuple[_File, set[int]]],
+        previews: list[tuple[_File, Hit]] | None = None,
+        full: list[tuple[_File, Hit]] | None = None,
+    ) -> bool:
+        """Would the result fit with only these context rows (and these previews or full hits)?"""
+        saved = [(f, f.rows) for f in self.files]
+        for f, h in previews or []:
+            f.preview.append(h)
+        for f, h in full or []:
+            f.full.append(h)
+        self._apply(added)
+        fits = len(self.render()) <= self.budget
+        for f, h in previews or []:
+            f.preview.remove(h)
+        for f, h in full or []:
+            f.full.remove(h)
+        for f, rows in saved:
+            f.rows = rows
+        return fits
 
     def _around(self, f: _File, h: Hit) -> set[int]:
         n = len(f.lines or [])
@@ -328,10 +393,17 @@ class Renderer:
                 f"`{a}` {c}" for a, c in zip(o.alternatives, o.alternative_counts, strict=True)
             )
             lines.append(f"Matches per alternative: {per}.")
-        if o.case_note:
-            lines.append(o.case_note)
-        elif not o.ignore_case and full + previews and not o.alternatives:
-            lines.append("Case-sensitive (the pattern has capitals); add (?i) to ignore case.")
+        if not o.ignore_case:
+            exact = total - o.case_differs
+            note = f"Case: {exact} {'match has' if exact == 1 else 'matches have'} the pattern's exact case"
+            if o.case_differs:
+                note += (
+                    f"; {o.case_differs} more match ignoring case ({self._case_examples()}), "
+                    "ranked after them. Add (?-i) for exact case only."
+                )
+            else:
+                note += "; ignoring case finds no others."
+            lines.append(note)
         if inside:
             words = " or ".join(f"`{w}`" for w in o.plain_words)
             examples = self._inside_examples()
@@ -344,6 +416,17 @@ class Renderer:
         if shown_files:
             lines.append(f"Marks: {LEGEND}.")
         return "\n".join(lines)
+
+    def _case_examples(self) -> str:
+        seen: dict[str, None] = {}
+        for f in self.files:
+            for h in f.fh.hits:
+                if not h.exact_case and h.spans:
+                    a, b = h.spans[0]
+                    seen.setdefault(f"`{h.text[a:b]}`", None)
+                    if len(seen) >= 3:
+                        return ", ".join(seen)
+        return ", ".join(seen) or "…"
 
     def _inside_examples(self) -> str:
         seen: dict[str, None] = {}
@@ -379,12 +462,20 @@ class Renderer:
         return [line + "."]
 
 
+def _most(n: int, fits: Callable[[int], bool]) -> int:
+    """The largest k in 0..n with fits(k), for a fits() that stays false once it turns false."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _blank_between(f: _File, a: int, b: int) -> bool:
     return any(not f.text(r).strip() for r in range(a + 1, b))
-
-
-def _is_hit(f: _File, row: int) -> bool:
-    return any(h.line == row for h in f.full)
 
 
 def render(outcome: SearchOutcome, source: FileSource, budget: int = BUDGET) -> str:
