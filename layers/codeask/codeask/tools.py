@@ -70,15 +70,19 @@ def _clip(line: str, limit: int = LINE_MAX_CHARS) -> str:
 
 
 SEARCH_DESCRIPTION = (
-    "Search the repository's files with a regular expression (ripgrep syntax; case-insensitive "
-    "unless the pattern has a capital letter). Results are grouped by file and ranked: definitions "
-    "and source code first, then config, tests, docs and vendored or generated files. Each hit "
-    "shows its line number, the enclosing function or class, and for the best hits a line of "
-    "context, so you often do not need read_file just to see what a hit is. The header says how "
-    "many matches and files there are and whether the list is complete; when it is truncated, "
-    "narrow with `glob` (e.g. '*.py', '!**/tests/**') or `path` (a directory), or a more specific "
-    "pattern. Use it to find where something is defined (e.g. 'def retry_job|class RetryPolicy'), "
-    "every place that calls something, or where a message or setting appears."
+    "Search the repository's files with a regular expression (ripgrep syntax). A lowercase "
+    "pattern ignores case; one with capitals also finds other spellings of case, listed after "
+    "the exact ones (add (?-i) for exact case only). Hits are grouped by file and ranked: "
+    "definitions and code before imports, strings and comments; source before config, tests, "
+    "docs, vendored and generated files; whole words before matches inside longer words. Every "
+    "hit shown has its text, a mark (D definition, > code, I import, S string, # comment), its "
+    "enclosing scope (`class Session › def send(self, request)`, a C function's signature, or a "
+    "config key path such as `cache › redis › host`) and the lines around it that make it "
+    "readable; a function or class of up to 30 lines defined on a hit is shown whole. A result "
+    "of up to 25 matches shows every one; a bigger one shows the best with context, then one-line "
+    "previews, then counts per file, and the header says whether the list is complete. In an "
+    "alternation ('send_request|RetryPolicy') every alternative gets its share. Narrow with `glob` "
+    "('*.{c,h}', '!**/tests/**') or `path` (a directory or one file)."
 )
 READ_DESCRIPTION = (
     "Read numbered lines of one file. Give start_line/end_line to read the part you need (a search "

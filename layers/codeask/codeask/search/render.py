@@ -293,8 +293,11 @@ class Renderer:
         return fits
 
     def _around(self, f: _File, h: Hit) -> set[int]:
-        n = len(f.lines or [])
-        want = {r for r in (h.line - 1, h.line + 1, h.line + 2) if 1 <= r <= n}
+        lo, hi = 1, len(f.lines or [])
+        info = f.infos.get(h.line)
+        if info is not None and info.extent is not None:
+            lo, hi = info.extent  # lines around a hit stay inside its function
+        want = {r for r in (h.line - 1, h.line + 1, h.line + 2) if lo <= r <= hi}
         if f.syntax is None:
             return want
         ctx: Context = f.syntax.context(h.line, h.spans)
@@ -333,9 +336,7 @@ class Renderer:
                 groups.append([r])
         last_label: str | None = None
         for i, group in enumerate(groups):
-            first_hit = hits.get(group[0]) or f.owner.get(group[0])
-            if first_hit is None:
-                first_hit = next((hits[r] for r in group if r in hits), None)
+            first_hit = next((hits[r] for r in group if r in hits), None) or f.owner.get(group[0])
             label = f.label(first_hit) if first_hit is not None else None
             if label and label != last_label:
                 out.append(f"  in {label}")

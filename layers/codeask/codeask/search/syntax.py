@@ -48,6 +48,7 @@ class HitInfo:
     decorates: str | None = None  # the definition a decorator line decorates
     whole: tuple[int, int] | None = None  # 1-based rows of the definition this line defines
     header_end: int | None = None  # last row of that definition's signature
+    extent: tuple[int, int] | None = None  # 1-based rows of the innermost enclosing scope
 
 
 @dataclass
@@ -161,6 +162,8 @@ class FileSyntax:
                 flags.add("string")
             if t in rules.imports or (t in ("call", "call_expression") and _is_require(n)):
                 flags.add("import")
+            elif t == "variable_declarator" and _is_require(n.child_by_field_name("value")):
+                flags.add("import")  # `const express = require("express")`
             if t in rules.decorators and decorator is None:
                 decorator = n
             if t in CALLS and "call" not in flags and not flags & {"string", "comment"}:
@@ -202,6 +205,8 @@ class FileSyntax:
             info.scope = list(reversed(key_path))
             return info
         info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
+        if chain:
+            info.extent = (chain[0].start_point.row + 1, _end_row(chain[0]) + 1)
         if decorator is not None:
             target = _decorated(decorator, rules.scopes)
             if target is not None:
@@ -405,7 +410,9 @@ def _tidy(raw: bytes, inner: bool) -> str:
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
-def _is_require(n: Any) -> bool:
+def _is_require(n: Any | None) -> bool:
+    if n is None or n.type not in ("call", "call_expression"):
+        return False
     fn = n.child_by_field_name("function") or n.child_by_field_name("method")
     return (
         fn is not None
