@@ -252,3 +252,23 @@ def test_parses_are_cached_per_snapshot_file_and_redone_when_the_text_differs() 
     assert syntax_for(("/snap/a", "x.py"), "python", list(lines)) is first
     assert syntax_for(("/snap/b", "x.py"), "python", lines) is not first
     assert syntax_for(("/snap/a", "x.py"), "python", ["def g():", "    pass"]) is not first
+
+
+def test_a_big_c_file_is_parsed_only_around_its_hits_with_the_same_scopes() -> None:
+    # Given a 200 KB C file of many functions, with goto labels and #if at column 0 inside them
+    body = "".join(
+        f"static int\nhandler_{i}(struct req *r,\n          int flags)\n{{\n\tint rc = 0;\n"
+        f"#ifdef DEBUG\n\ttrace({i});\n#endif\n\tif (flags)\n\t\tgoto out;\n"
+        f"\trc = dispatch_{i}(r);\nout:\n\treturn finish(r, rc);\n}}\n\n"
+        for i in range(1500)
+    )
+    lines = body.splitlines()
+    target = next(
+        i for i, line in enumerate(lines, 1) if "return finish(r, rc)" in line and i > 15000
+    )
+    sliced = FileSyntax("c", lines)
+    got = sliced.info(target, [(8, 14)])
+    full = FileSyntax("c", lines, slicing=False)
+    assert sliced.sliced and len(sliced.source) < len(full.source) // 10
+    assert got.scope == full.info(target, [(8, 14)]).scope
+    assert got.scope[0].startswith("static int handler_") and got.kind == "call"

@@ -46,7 +46,10 @@ def hit_score(
     file_kind: str, line_no: int, text: str, kind: str, fit: str, *, exact_case: bool = True
 ) -> float:
     """A score for one matching line; only the order matters."""
-    score = KIND_WEIGHT[file_kind] * HIT_KIND_WEIGHT[kind] * WORD_FIT_WEIGHT[fit]
+    weight = HIT_KIND_WEIGHT[kind]
+    if kind == "definition" and file_kind == "test":
+        weight = HIT_KIND_WEIGHT["reference"]  # a test named after a thing is not the thing
+    score = KIND_WEIGHT[file_kind] * weight * WORD_FIT_WEIGHT[fit]
     if not exact_case:
         score *= CASE_DIFFERS_WEIGHT
     if is_licence_header(line_no, text):

@@ -22,7 +22,7 @@ MAX_BODIES = 4  # in a result of many hits, half as many
 TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
 FILE_CHUNK = 8  # hits a file contributes before the next file gets its turn
 ALTERNATIVE_CHUNK = 6  # likewise for each alternative of an alternation
-PARSE_FIRST = 8  # files parsed before ranking across files settles
+PARSE_FIRST = 6  # files parsed before ranking across files settles
 PARSE_BUDGET_S = 0.6  # beyond this much parsing in one search, later files get heuristics
 HIT_CHARS = 400
 CONTEXT_CHARS = 220
@@ -125,6 +125,7 @@ class Renderer:
             return
         if f.fh.kind != "generated" and says_generated(f.syntax.lines[:5]):
             f.fh.kind = "generated"
+        f.syntax.prepare([h.line for h in f.fh.hits])
         for h in f.fh.hits:
             spans = h.spans
             lines = f.syntax.lines
@@ -196,6 +197,8 @@ class Renderer:
                 f.preview.append(h)
                 used += cost
         for f, h in order[TOP_CONTEXT:]:
+            if not show_all and h.kind in ("comment", "string"):
+                continue  # prose reads on its own; its neighbours rarely matter to the answer
             if h.line in f.full_lines and f.syntax is not None:
                 rows, is_body = self._context(f, h, bodies > 0)
                 bodies -= is_body

@@ -63,7 +63,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 def clean_text(raw: bytes) -> str:
     """Decode a line for a model: invalid UTF-8 replaced, control bytes dropped (tabs kept)."""
     text = raw.decode("utf-8", errors="replace")
-    if text.isprintable():
+    if text.isprintable() or ("\t" in text and text.replace("\t", " ").isprintable()):
         return text
     return "".join(ch if ch.isprintable() or ch == "\t" else "" for ch in text)
 

@@ -14,6 +14,8 @@ from codeask.search.languages import CALLEE_FIELDS, CALLS, CONTAINERS, FUNCTIONS
 # What a hit is, best first: the order ranks hits within a file.
 KINDS = ("definition", "call", "reference", "import", "string", "comment")
 MAX_PARSE_BYTES = 1_500_000  # a bigger file (a bundle, a dump) is read with heuristics
+SLICE_BYTES = 96_000  # a bigger file is parsed only around its hits (where that is safe)
+SLICEABLE = frozenset({"c", "cpp", "go", "rust", "javascript", "typescript", "tsx"})
 CACHE_BYTES = 24_000_000  # parsed sources kept per process; snapshots are immutable
 SCOPE_CHARS = 110
 NEARBY_ROWS = 30  # how far above a hit an assignment of one of its names is worth a line
@@ -63,24 +65,66 @@ class Context:
 class FileSyntax:
     """One file's structure: a parse tree when the language has a grammar, else heuristics."""
 
-    def __init__(self, language: str | None, lines: list[str]) -> None:
+    def __init__(self, language: str | None, lines: list[str], *, slicing: bool = True) -> None:
         self.language = language
         self.lines = lines
         self.tree: Any = None
         self.source = b""
-        if language is not None and languages.has_grammar(language):
-            source = "\n".join(lines).encode("utf-8", errors="replace")
-            if len(source) <= MAX_PARSE_BYTES:
-                import tree_sitter
-
-                self.source = source
-                self.tree = tree_sitter.Parser(languages.load(language)).parse(source)
-                self.rules = languages.RULES[language]
         self.config = language in languages.CONFIG
+        size = sum(map(len, lines)) + len(lines)
+        self.grammar = (
+            language if languages.has_grammar(language) and size <= MAX_PARSE_BYTES else None
+        )
+        if self.grammar is not None:
+            self.rules = languages.RULES[self.grammar]
+        # A big file in a language whose top-level definitions start at column 0 is parsed only
+        # around its hits: the other lines are blanked, so rows stay true and parsing is quick.
+        self.sliced = slicing and self.grammar in SLICEABLE and size > SLICE_BYTES
+        self._kept: list[tuple[int, int]] = []  # 0-based inclusive row ranges parsed so far
+        if self.grammar is not None and not self.sliced:
+            self._parse(None)
 
     @property
     def parsed(self) -> bool:
-        return self.tree is not None
+        return self.grammar is not None
+
+    def prepare(self, line_nos: list[int]) -> None:
+        """Make sure the structure around these lines is parsed (one parse for many hits)."""
+        if not self.sliced:
+            return
+        new = [
+            r - 1
+            for r in line_nos
+            if 1 <= r <= len(self.lines) and not any(a <= r - 1 <= b for a, b in self._kept)
+        ]
+        if not new and self.tree is not None:
+            return
+        spans = self._kept + [_top_level_span(self.lines, r) for r in new]
+        merged: list[tuple[int, int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+            else:
+                merged.append((a, b))
+        self._kept = merged
+        if sum(b - a + 1 for a, b in merged) * 2 > len(self.lines):
+            self.sliced = False  # most of the file is wanted: parse it all
+            self._parse(None)
+        else:
+            self._parse(merged)
+
+    def _parse(self, keep: list[tuple[int, int]] | None) -> None:
+        import tree_sitter
+
+        lines = self.lines
+        if keep is not None:
+            wanted = bytearray(len(lines))
+            for a, b in keep:
+                wanted[a : b + 1] = b"\x01" * (b - a + 1)
+            lines = [line if wanted[i] else "" for i, line in enumerate(lines)]
+        self.source = "\n".join(lines).encode("utf-8", errors="replace")
+        parser = tree_sitter.Parser(languages.load(self.grammar or ""))
+        self.tree = parser.parse(self.source)
 
     # -- one hit ---------------------------------------------------------------------------------
 
@@ -88,8 +132,9 @@ class FileSyntax:
         """Kind, scope chain, and what the line defines, for a hit at `line_no` matching at `spans`."""
         if not 1 <= line_no <= len(self.lines):
             return HitInfo()
-        if self.tree is None:
+        if self.grammar is None:
             return self._heuristic_info(line_no)
+        self.prepare([line_no])
         nodes = [self._node_at(line_no, span) for span in spans[:3]] or [
             self._node_at(line_no, None)
         ]
@@ -103,8 +148,9 @@ class FileSyntax:
 
     def context(self, line_no: int, spans: list[tuple[int, int]]) -> Context:
         """The statement around a hit, the blocks it sits in, and where its names were assigned."""
-        if self.tree is None or self.config or not 1 <= line_no <= len(self.lines):
+        if self.grammar is None or self.config or not 1 <= line_no <= len(self.lines):
             return Context()
+        self.prepare([line_no])
         node, _ = self._node_at(line_no, spans[0] if spans else None)
         row = line_no - 1
         stmt = node
@@ -327,6 +373,38 @@ class FileSyntax:
         if scope:
             info.scope = [scope]
         return info
+
+
+# -- slicing -------------------------------------------------------------------------------------
+
+_LABEL = re.compile(r"^\w+:(?!:)")  # a C goto label sits at column 0 inside a function
+
+
+def _starts_top_level(lines: list[str], i: int) -> bool:
+    """Row i (0-based) begins a top-level definition: it starts at column 0 after a blank line,
+    a closing brace or the end of a comment."""
+    text = lines[i]
+    if not text or text[0] in " \t}#)/*" or _LABEL.match(text):
+        return False
+    if i == 0:
+        return True
+    before = lines[i - 1].rstrip()
+    return not before or before.endswith(("}", "};", "*/")) or before.startswith("//")
+
+
+def _top_level_span(lines: list[str], row: int, reach: int = 4000) -> tuple[int, int]:
+    """The rows of the top-level definition around `row` (0-based, inclusive)."""
+    start = row
+    while start > 0 and row - start < reach and not _starts_top_level(lines, start):
+        start -= 1
+    end = row
+    last = min(len(lines) - 1, row + reach)
+    while end < last:
+        text = lines[end]
+        if end > row and (text.startswith("}") or _starts_top_level(lines, end + 1)):
+            break
+        end += 1
+    return start, end
 
 
 # -- tree helpers ----------------------------------------------------------------------------------
