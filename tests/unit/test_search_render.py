@@ -249,3 +249,23 @@ def test_every_language_fixture_is_searchable(repo: Path) -> None:
     text = search(repo, pattern="redis|Shutdown|findOrFail|parse_term|deliver|SendAsync")
     for name in ("values.yaml", "server.go", "UserController.php", "parser.rs", "notifier.rb"):
         assert name in text
+
+
+def test_parallel_searches_sharing_a_big_file_read_it_alike(repo: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codeask.search import syntax
+
+    body = "".join(
+        f"int handler_{i}(int r)\n{{\n\tint rc = step_{i % 7}(r);\n\treturn finish_{i % 5}(rc);\n}}\n\n"
+        for i in range(1600)  # just over the size that is parsed in slices
+    )
+    write(repo, "src/big.c", body)
+    patterns = [f"finish_{k}\\(" for k in range(3)] + [f"step_{k}\\(" for k in range(3)]
+    syntax.clear_cache()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda p: search(repo, pattern=p), patterns))
+    syntax.clear_cache()
+    alone = [search(repo, pattern=p) for p in patterns]
+    assert together == alone
+    assert "  in int handler_1(int r)" in together[4]

@@ -20,8 +20,11 @@ PREVIEW_SHARE = 0.88  # then counts per file
 SMALL_BODY = 30  # a definition this many lines long or less is shown whole
 MAX_BODIES = 4  # in a result of many hits, half as many
 TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
+WIDEN_BELOW = 0.6  # a result using less of the budget shows more of each hit's function
+WIDER = ((4, 8), (8, 16))  # lines before and after a hit, in turn, while room lasts
 FILE_CHUNK = 8  # hits a file contributes before the next file gets its turn
 ALTERNATIVE_CHUNK = 6  # likewise for each alternative of an alternation
+ANALYSED_PER_FILE = 150  # hits of one file given a scope and kind; the rest keep a guess
 PARSE_FIRST = 6  # files parsed before ranking across files settles
 PARSE_BUDGET_S = 0.6  # beyond this much parsing in one search, later files get heuristics
 HIT_CHARS = 400
@@ -125,8 +128,9 @@ class Renderer:
             return
         if f.fh.kind != "generated" and says_generated(f.syntax.lines[:5]):
             f.fh.kind = "generated"
-        f.syntax.prepare([h.line for h in f.fh.hits])
-        for h in f.fh.hits:
+        hits = f.fh.hits[:ANALYSED_PER_FILE]  # the file's best by their guessed kind
+        f.syntax.prepare([h.line for h in hits])
+        for h in hits:
             spans = h.spans
             lines = f.syntax.lines
             if 1 <= h.line <= len(lines) and lines[h.line - 1] != h.text:
@@ -265,7 +269,47 @@ class Renderer:
                     f.full_lines.discard(h.line)
                     f.preview.append(h)
                 text = self.render()
+        if len(text) < self.budget * WIDEN_BELOW:
+            text = self._widen(order, text)
         self._text = text
+
+    def _widen(self, order: list[tuple[_File, Hit]], text: str) -> str:
+        """Room to spare: more of each code hit's function, best hits first, so that the loop,
+        the call or the formula a few lines away comes without a read."""
+        for before, after in WIDER:
+            grown: list[tuple[_File, set[int]]] = []
+            room = self.budget * 0.95 - len(text)
+            for f, h in order:
+                if h.line not in f.full_lines or h.kind in ("comment", "string") or not f.lines:
+                    continue
+                info = f.infos.get(h.line)
+                if info is None:
+                    continue
+                if h.kind == "definition" and info.whole:
+                    lo, hi = h.line, info.whole[1]  # further into its own body
+                elif info.extent:
+                    lo, hi = info.extent  # more of the function it is in
+                else:
+                    continue  # a prototype or a top-level line: its neighbours are unrelated
+                rows = set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+                new = {r for r in rows if r not in f.rows and r not in f.full_lines}
+                cost = sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in new)
+                if not new or cost > room:
+                    continue
+                room -= cost
+                f.rows |= new
+                for r in new:
+                    f.owner.setdefault(r, h)
+                grown.append((f, new))
+            if not grown:
+                break
+            wider = self.render()
+            if len(wider) > self.budget:
+                for f, rows in grown:
+                    f.rows -= rows
+                break
+            text = wider
+        return text
 
     def _apply(self, added: list[tuple[_File, set[int]]]) -> None:
         for f in self.files:

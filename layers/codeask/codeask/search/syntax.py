@@ -81,6 +81,9 @@ class FileSyntax:
         # around its hits: the other lines are blanked, so rows stay true and parsing is quick.
         self.sliced = slicing and self.grammar in SLICEABLE and size > SLICE_BYTES
         self._kept: list[tuple[int, int]] = []  # 0-based inclusive row ranges parsed so far
+        self._covered = bytearray(len(lines) if self.sliced else 0)  # 1 for each parsed row
+        # Parallel searches share cached parses; a sliced parse grows, so readers take turns.
+        self._lock = threading.RLock()
         if self.grammar is not None and not self.sliced:
             self._parse(None)
 
@@ -92,11 +95,12 @@ class FileSyntax:
         """Make sure the structure around these lines is parsed (one parse for many hits)."""
         if not self.sliced:
             return
-        new = [
-            r - 1
-            for r in line_nos
-            if 1 <= r <= len(self.lines) and not any(a <= r - 1 <= b for a, b in self._kept)
-        ]
+        with self._lock:
+            self._prepare(line_nos)
+
+    def _prepare(self, line_nos: list[int]) -> None:
+        covered = self._covered
+        new = [r - 1 for r in line_nos if 1 <= r <= len(self.lines) and not covered[r - 1]]
         if not new and self.tree is not None:
             return
         spans = self._kept + [_top_level_span(self.lines, r) for r in new]
@@ -107,6 +111,8 @@ class FileSyntax:
             else:
                 merged.append((a, b))
         self._kept = merged
+        for a, b in merged:
+            covered[a : b + 1] = b"\x01" * (b - a + 1)
         if sum(b - a + 1 for a, b in merged) * 2 > len(self.lines):
             self.sliced = False  # most of the file is wanted: parse it all
             self._parse(None)
@@ -134,6 +140,10 @@ class FileSyntax:
             return HitInfo()
         if self.grammar is None:
             return self._heuristic_info(line_no)
+        with self._lock:
+            return self._info(line_no, spans)
+
+    def _info(self, line_no: int, spans: list[tuple[int, int]]) -> HitInfo:
         self.prepare([line_no])
         nodes = [self._node_at(line_no, span) for span in spans[:3]] or [
             self._node_at(line_no, None)
@@ -150,6 +160,10 @@ class FileSyntax:
         """The statement around a hit, the blocks it sits in, and where its names were assigned."""
         if self.grammar is None or self.config or not 1 <= line_no <= len(self.lines):
             return Context()
+        with self._lock:
+            return self._context(line_no, spans)
+
+    def _context(self, line_no: int, spans: list[tuple[int, int]]) -> Context:
         self.prepare([line_no])
         node, _ = self._node_at(line_no, spans[0] if spans else None)
         row = line_no - 1
@@ -323,7 +337,7 @@ class FileSyntax:
         signature_end = self._header_end(function) if function.child_by_field_name("body") else -1
         cursor = tree_sitter.QueryCursor(query)
         first = max(function.start_point.row, stmt.start_point.row - NEARBY_ROWS)
-        cursor.set_point_range((first, 0), (row + 1, 0))
+        cursor.set_point_range((first, 0), (max(row, _end_row(stmt)) + 1, 0))
         found: dict[str, int] = {}
         for n in cursor.captures(function).get("n", []):
             r = n.start_point.row
