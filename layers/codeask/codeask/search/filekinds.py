@@ -127,3 +127,13 @@ _GENERATED_MARK = re.compile(
 def says_generated(head: list[str]) -> bool:
     """A generator's marker in a file's first lines (Go's 'Code generated … DO NOT EDIT', '@generated')."""
     return any(_GENERATED_MARK.search(line) for line in head[:5])
+
+
+_CPP_MARK = re.compile(r"^\s*(class|namespace|template\s*<|using\s+namespace|public:|private:)\b")
+
+
+def refine_language(language: str | None, lines: list[str]) -> str | None:
+    """A `.h` header is C++ when its first lines say so (a class, a namespace, a template)."""
+    if language == "c" and any(_CPP_MARK.match(line) for line in lines[:400]):
+        return "cpp"
+    return language

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codeask.search.filekinds import says_generated
+from codeask.search.filekinds import refine_language, says_generated
 from codeask.search.query import FileHits, Hit, SearchOutcome
 from codeask.search.syntax import Context, FileSyntax, HitInfo, syntax_for
 
@@ -49,7 +49,7 @@ class FileSource:
             lines = None
         if lines is None:
             return None
-        language = fh.language if self.parse_s < PARSE_BUDGET_S else None
+        language = refine_language(fh.language, lines) if self.parse_s < PARSE_BUDGET_S else None
         started = time.monotonic()
         syntax = syntax_for(self.key(fh.path), language, lines)
         self.parse_s += time.monotonic() - started

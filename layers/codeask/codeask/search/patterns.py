@@ -121,7 +121,8 @@ class Pattern:
 
 def word_fit(text: str, start: int, end: int) -> str:
     """'whole' for a whole word, 'part' for a part of an identifier (snake_case, camelCase),
-    'inside' when the match sits inside a longer word ('redis' in 'redistribute')."""
+    'edge' when it starts or ends a longer word ('redis' in 'redistribute', a stem), 'inside'
+    when it sits within one ('edis' in 'redistribute')."""
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
     first = text[start : start + 1]
@@ -134,4 +135,6 @@ def word_fit(text: str, start: int, end: int) -> str:
     right_ok = (
         right_whole or after == "_" or (after.isupper() and last.islower()) or after.isdigit()
     )
-    return "part" if left_ok and right_ok else "inside"
+    if left_ok and right_ok:
+        return "part"
+    return "edge" if left_ok or right_ok else "inside"

@@ -42,7 +42,7 @@ class FileHits:
     @property
     def only_inside_words(self) -> bool:
         """Every hit sits inside a longer word ('redis' in 'redistribute')."""
-        return all(h.fit == "inside" for h in self.hits)
+        return all(h.fit in ("edge", "inside") for h in self.hits)
 
     def rescore(self) -> None:
         for h in self.hits:
@@ -217,7 +217,7 @@ def _rank(
 
 def _best_fit(text: str, spans: list[tuple[int, int]]) -> str:
     fits = {word_fit(text, a, b) for a, b in spans}
-    for fit in ("whole", "part", "inside"):
+    for fit in ("whole", "part", "edge", "inside"):
         if fit in fits:
             return fit
     return "whole"

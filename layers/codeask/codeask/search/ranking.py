@@ -17,7 +17,7 @@ HIT_KIND_WEIGHT = {
     "string": 0.45,
     "comment": 0.35,
 }
-WORD_FIT_WEIGHT = {"whole": 1.0, "part": 0.85, "inside": 0.3}
+WORD_FIT_WEIGHT = {"whole": 1.0, "part": 0.85, "edge": 0.6, "inside": 0.3}
 CASE_DIFFERS_WEIGHT = 0.5
 LICENCE_WEIGHT = 0.05
 
