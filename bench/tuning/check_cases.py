@@ -98,7 +98,9 @@ def _check_location(
         report.bad(case_id, f"{where} {path}:{line} is past the end ({len(lines)} lines)")
         return None
     if contains not in lines[line - 1]:
-        report.bad(case_id, f"{where} {path}:{line} lacks {contains!r}: {lines[line - 1].strip()!r}")
+        report.bad(
+            case_id, f"{where} {path}:{line} lacks {contains!r}: {lines[line - 1].strip()!r}"
+        )
         return None
     report.checked += 1
     return path, line
@@ -144,7 +146,9 @@ def _check_callers(case: Mapping[str, Any], corpus: Corpus, report: Report) -> N
         return
     found = corpus.grep(grep["literal"], grep["pattern"], grep.get("paths") or ())
     for path, line in sorted(found - sites - others):
-        report.bad(cid, f"{path}:{line} matches call_grep but is in neither call_sites nor not_call_sites")
+        report.bad(
+            cid, f"{path}:{line} matches call_grep but is in neither call_sites nor not_call_sites"
+        )
     for path, line in sorted((sites | others) - found):
         report.bad(cid, f"{path}:{line} is listed but call_grep does not find it")
     if sites & others:
@@ -179,14 +183,18 @@ def check_files(
                     continue
                 corpora[name] = Corpus(repos[name])
                 if name in pinned and corpora[name].commit != pinned[name]:
-                    report.bad(cid, f"{name} is at {corpora[name].commit}, cases are for {pinned[name]}")
+                    report.bad(
+                        cid, f"{name} is at {corpora[name].commit}, cases are for {pinned[name]}"
+                    )
             check_case(case, corpora[name], report)
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("files", nargs="*", type=Path, default=[HERE / "hard.jsonl", HERE / "easy.jsonl"])
+    ap.add_argument(
+        "files", nargs="*", type=Path, default=[HERE / "hard.jsonl", HERE / "easy.jsonl"]
+    )
     ap.add_argument("--repo", action="append", default=[], metavar="NAME=PATH")
     args = ap.parse_args(argv)
     report = check_files(args.files, corpus_paths(args.repo), {c.name: c.commit for c in CORPORA})
