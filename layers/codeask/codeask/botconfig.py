@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,20 @@ class BotConfig:
     def repos_for(self, channel: str) -> list[RepoEntry] | None:
         names = self.channels.get(channel)
         return None if names is None else [self.repos[n] for n in names]
+
+    def readable(self, channel: str, names: Iterable[str]) -> list[RepoEntry]:
+        """The repos among `names` that `channel` may read now, in the order given.
+
+        The one access check for every place that reads code on a channel's behalf: a queued job,
+        a thread's earlier turns, an exported vote. What a message claims is never trusted to
+        widen what the channel's current permission allows.
+        """
+        allowed = set(self.channels.get(channel, ()))
+        out: list[RepoEntry] = []
+        for name in names:
+            if name in allowed and name in self.repos and self.repos[name] not in out:
+                out.append(self.repos[name])
+        return out
 
     @classmethod
     def load(cls, raw: str) -> BotConfig:

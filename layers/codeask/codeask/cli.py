@@ -226,7 +226,14 @@ def _feedback_export(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if not settings.table_name:
         raise BadInput("TABLE_NAME is not set: name the deployed stack's StateTableName output")
-    rows = export_cases(StateStore(settings.table_name, clients.aws("dynamodb")).votes())
+    if settings.bot_config is None:
+        raise BadInput(
+            "CODEASK_CONFIG is not set: it says which repos each channel may still read, and an "
+            "answer is exported only while its channel may read them"
+        )
+    rows = export_cases(
+        StateStore(settings.table_name, clients.aws("dynamodb")).votes(), settings.bot_config
+    )
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     if args.out == "-":
         sys.stdout.write(text)

@@ -153,6 +153,8 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
         )
     if outcome.status == "skipped":
         emit("JobsSkipped", 1)
+    elif outcome.status == "refused":
+        emit("Refusals", 1, "repos")
     elif outcome.status == "failed":
         emit("Errors", 1, "answer_failed")
     if outcome.answer is not None:

@@ -560,6 +560,10 @@ _FAILURES: dict[str, str] = {
         "so code stays inside this workspace."
     ),
     "refused_team": "This workspace isn't allowed to use this codeask installation.",
+    "refused_repos": (
+        "This channel may no longer read the repositories this question was about, so I can't "
+        "answer it. An admin can check codeask's configuration."
+    ),
     "not_configured": (
         "codeask isn't configured yet: no repositories are set up. An admin needs to finish setup."
     ),

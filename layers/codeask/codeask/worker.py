@@ -28,7 +28,7 @@ PROGRESS_EDIT_INTERVAL_S = 4.0  # chat.update is a tier-3 method: stay far below
 
 @dataclass
 class Outcome:
-    status: str  # answered, skipped, failed
+    status: str  # answered, refused (no repo left that the channel may read), skipped, failed
     answer: Answer | None = None
     posted_ts: list[str] | None = None
 
@@ -181,22 +181,30 @@ def _answer(
     model_client: Callable[[], Any] | None,
 ) -> Outcome:
     config = settings.bot_config
-    names = [n for n in job.repos if config is not None and n in config.repos]
-    if config is None or not names:
-        raise CodeaskError("this channel has no repository configured any more")
-    if not job.text.strip():
-        msgs = [render_failure("empty")]
+    if config is None:
+        raise CodeaskError("codeask has no CODEASK_CONFIG any more")
+    # The job's repos are what the ack saw; the channel's permission now is what counts. A job
+    # queued before a permission was removed, or put on the queue by anything but the ack, must
+    # not widen what the channel may read.
+    entries = config.readable(job.channel, job.repos)
+    names = [e.name for e in entries]
+    if len(names) < len(job.repos):
+        logger.warning(
+            "job names repos its channel may not read",
+            extra={"event_id": job.event_id, "channel": job.channel,
+                   "refused_repos": len(job.repos) - len(names)},
+        )  # fmt: skip
+    if not names or not job.text.strip():
+        msgs = [render_failure("refused_repos" if not names else "empty")]
         ts = _publish(slack, store, job, placeholder, posted, msgs)
         store.finish_answer(job.dedupe_key, ts)
-        return Outcome("answered", posted_ts=[placeholder, *ts])
+        return Outcome("refused" if not names else "answered", posted_ts=[placeholder, *ts])
     # Only the repos this channel may read; any other is never searched, listed or named.
-    specs = [
-        RepoSpec.parse(e.url, branch=e.branch, name=e.name)
-        for e in (config.repos[n] for n in names)
-    ]
+    specs = [RepoSpec.parse(e.url, branch=e.branch, name=e.name) for e in entries]
     history = [
         Turn(t["question"], t["answer"], t["sha"])
         for t in store.thread_turns(job.channel, job.thread_ts) or []
+        if _turn_readable(t, names)
     ]
     started = time.monotonic()
     answer = ask(
@@ -217,11 +225,19 @@ def _answer(
     store.add_turn(
         job.channel,
         job.thread_ts,
-        {"question": job.text, "answer": answer.text, "sha": answer.snapshot.sha},
-    )
+        {"question": job.text, "answer": answer.text, "sha": answer.snapshot.sha,
+         "repos": ",".join(names)},
+    )  # fmt: skip
     logger.info(
         "answered",
         extra={"event_id": job.event_id, "channel": job.channel, "thread_ts": job.thread_ts,
                "repo": ",".join(n for n in names), "sha": answer.snapshot.sha, "mode": answer.mode},
     )  # fmt: skip
     return Outcome("answered", answer, [placeholder, *extra])
+
+
+def _turn_readable(turn: dict[str, str], names: list[str]) -> bool:
+    """An earlier turn reaches the model only if every repo it read is still readable here: its
+    answer quotes that code. A turn that does not say which repos it read is left out."""
+    read = [r for r in str(turn.get("repos", "")).split(",") if r]
+    return bool(read) and set(read) <= set(names)
