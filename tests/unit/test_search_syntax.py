@@ -272,3 +272,34 @@ def test_a_big_c_file_is_parsed_only_around_its_hits_with_the_same_scopes() -> N
     assert sliced.sliced and len(sliced.source) < len(full.source) // 10
     assert got.scope == full.info(target, [(8, 14)]).scope
     assert got.scope[0].startswith("static int handler_") and got.kind == "call"
+
+
+def test_a_c_function_the_parser_cannot_close_still_names_its_call_sites() -> None:
+    # Given glibc-style #if branches that each open a brace (the grammar gives up on the function)
+    source = """\
+static void
+helper (void)
+{
+}
+
+static void *
+_int_malloc (mstate av, size_t bytes)
+{
+  void *p = NULL;
+#if USE_TCACHE
+  if (tcache_available (av)) {
+#else
+  if (bin_available (av)) {
+#endif
+      p = take (av);
+      alloc_perturb (p, bytes);
+    }
+  return p;
+}
+"""
+    lines = source.splitlines()
+    row = next(i for i, line in enumerate(lines, 1) if "alloc_perturb (p" in line)
+    got = FileSyntax("c", lines).info(row, [(6, 19)])
+    assert got.kind == "call"
+    assert got.scope == ["static void * _int_malloc (mstate av, size_t bytes)"]
+    assert got.extent is not None and got.extent[0] == 6

@@ -26,7 +26,7 @@ from codeask.snapshot import Snapshot
 from codeask.workspace import Workspace
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
-SEARCH_MAX_CHARS = BUDGET  # codeask.search.render says why
+SEARCH_MAX_CHARS = BUDGET  # codeask.search.layout says why
 READ_MAX_LINES = 300
 READ_MAX_CHARS = 24000
 LINE_MAX_CHARS = 400

@@ -211,9 +211,13 @@ class FileSyntax:
         chain: list[Any] = []
         decorator = None
         key_path: list[str] = []
+        recovered: tuple[str, int, int] | None = None
         n = node
+        below = node
         while n is not None:
             t = n.type
+            if t == "ERROR" and not chain and recovered is None and self.grammar in ("c", "cpp"):
+                recovered = self._recover_function(n, below, row)
             if "comment" in t:
                 flags.add("comment")
             elif t in _CODE_ISLANDS:
@@ -256,6 +260,7 @@ class FileSyntax:
                 t in _SEQUENCE_ITEMS or (n.parent is not None and n.parent.type in _ARRAYS)
             ):
                 key_path.append(f"[{_index_among(n)}]")
+            below = n
             n = n.parent
         for kind in ("comment", "import", "definition", "string", "call"):
             if kind in flags:
@@ -267,6 +272,10 @@ class FileSyntax:
         info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
         if chain:
             info.extent = (chain[0].start_point.row + 1, _end_row(chain[0]) + 1)
+        elif recovered is not None:
+            label, first, last = recovered
+            info.scope = [label]
+            info.extent = (first + 1, last + 1)
         if decorator is not None:
             target = _decorated(decorator, rules.scopes)
             if target is not None:
@@ -274,6 +283,33 @@ class FileSyntax:
                     info.scope.pop()
                 info.decorates = self._label(target, inner=True)
         return info
+
+    def _recover_function(self, error: Any, below: Any, row: int) -> tuple[str, int, int] | None:
+        """A C function the parser could not close (`#if` branches with unbalanced braces, as in
+        glibc's malloc): its signature is among the error's children before the hit, within the
+        top-level block the hit is in. Returns the label and the function's rows (0-based)."""
+        kids = error.children
+        idx = next((i for i, k in enumerate(kids) if k.start_byte == below.start_byte), None)
+        if idx is None:
+            return None
+        first, last = _top_level_span(self.lines, row)
+        for j in range(idx - 1, -1, -1):
+            k = kids[j]
+            if k.start_point.row < first:
+                return None
+            if k.type == "function_declarator" or (
+                k.type == "pointer_declarator" and "function_declarator" in _types_below(k)
+            ):
+                s = j
+                while (
+                    s > 0
+                    and kids[s - 1].type in _TYPE_PARTS
+                    and kids[s - 1].start_point.row >= first
+                ):
+                    s -= 1
+                label = _tidy(self.source[kids[s].start_byte : k.end_byte], True)
+                return label, kids[s].start_point.row, last
+        return None
 
     @staticmethod
     def _has_body(n: Any) -> bool:
@@ -419,6 +455,24 @@ def _top_level_span(lines: list[str], row: int, reach: int = 4000) -> tuple[int,
             break
         end += 1
     return start, end
+
+
+_TYPE_PARTS = frozenset(
+    {"storage_class_specifier", "type_qualifier", "primitive_type", "type_identifier",
+     "sized_type_specifier", "struct_specifier", "enum_specifier", "union_specifier",
+     "attribute_specifier", "ms_declspec_modifier", "identifier"}
+)  # fmt: skip
+
+
+def _types_below(n: Any, depth: int = 4) -> set[str]:
+    out = set()
+    stack = [(n, 0)]
+    while stack:
+        m, d = stack.pop()
+        out.add(m.type)
+        if d < depth:
+            stack.extend((c, d + 1) for c in m.named_children)
+    return out
 
 
 # -- tree helpers ----------------------------------------------------------------------------------
