@@ -415,8 +415,8 @@ class FileSyntax:
     def _heuristic_info(self, line_no: int) -> HitInfo:
         text = self.lines[line_no - 1]
         info = HitInfo()
-        if heuristics.looks_like_comment(text, self.language):
-            info.kind = "comment"
+        if self.language is not None and heuristics.looks_like_comment(text, self.language):
+            info.kind = "comment"  # in prose (Markdown's `* item`, `# Title`) nothing is a comment
         elif heuristics.is_definition(text):
             info.kind = "definition"
         scope = heuristics.enclosing_scope(self.lines, line_no)
