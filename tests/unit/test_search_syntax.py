@@ -57,6 +57,8 @@ CASES = [
     ("refs.c", 'return error("unable to lock %s", refname);', "unable to lock", "string",
      "int update_ref(const char *msg, const char *refname, const struct object_id *oid)"),
     ("refs.c", "\tunsigned int flags;", "flags", "definition", "struct ref_lock"),
+    # a glibc-style macro line without a semicolon is not part of the next function's name
+    ("refs.c", 'return update_ref ("delete"', "update_ref", "call", "int delete_ref (const char *refname)"),
     # Python: nested functions, a multi-line signature, decorators, docstrings, imports
     ("session.py", "time.sleep(delay * 2**attempt)", "sleep", "call",
      "def retry › def decorate › def wrapper(*args, **kwargs)"),

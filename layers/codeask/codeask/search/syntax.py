@@ -38,6 +38,7 @@ _NEEDS_BODY = frozenset(
 _SEQUENCE_ITEMS = frozenset({"block_sequence_item"})
 _ARRAYS = frozenset({"array", "flow_sequence", "tuple"})
 _TRAILER = re.compile(r"(\s*(\{|:|=>|=|\bdo|\bthen))+\s*$")
+_MACRO_LINE = re.compile(r"^\s*[A-Za-z_]\w*\s*\([^()]*\)\s*;?\s*$")
 _DECORATOR_LINE = re.compile(r"^\s*(@|#\[|\[[A-Z])")
 
 
@@ -548,6 +549,8 @@ def _body_start(n: Any) -> int:
 def _tidy(raw: bytes, inner: bool) -> str:
     text = raw.decode("utf-8", errors="replace")
     kept = [ln for ln in text.splitlines() if not _DECORATOR_LINE.match(ln)] or [text]
+    while len(kept) > 1 and _MACRO_LINE.match(kept[0]) and "(" in " ".join(kept[1:]):
+        kept.pop(0)  # `libc_hidden_def (x)` without a semicolon, read as part of what follows
     s = " ".join(" ".join(kept).split())
     s = re.sub(r"\(\s+", "(", s)
     s = re.sub(r",?\s*\)", ")", s)
