@@ -215,13 +215,12 @@ class Layout:
         if f.syntax is None:
             return set(), False
         info = f.infos.get(h.line) or HitInfo()
-        if info.whole and h.kind == "definition":
+        if info.whole and h.kind == "definition" and info.whole[1] > info.whole[0]:
             first, last = info.whole
             if last - first + 1 <= SMALL_BODY and body_allowed:
                 return set(range(first, last + 1)), True
-            if last > first:
-                end = max(info.header_end or h.line, h.line)
-                return set(range(first, min(end + 2, last) + 1)), False
+            end = max(info.header_end or h.line, h.line)
+            return set(range(first, min(end + 2, last) + 1)), False
         return self._around(f, h), False
 
     @staticmethod
@@ -355,8 +354,11 @@ class Layout:
         if ctx.statement:
             want |= set(range(ctx.statement[0], ctx.statement[1] + 1))
         want |= set(ctx.headers[:2]) | set(ctx.assignments[:2])
-        # a line that is only a closing brace or blank says nothing on its own
-        return {r for r in want if f.text(r).strip() not in ("", "}", "};", ")", "end")}
+        # a line that is blank, a lone brace or a bare comment marker says nothing on its own
+        return {r for r in want if f.text(r).strip() not in _EMPTY_LINES}
+
+
+_EMPTY_LINES = frozenset({"", "{", "}", "};", ")", "end", "#", "##", "//", "/*", "*/", "*"})
 
 
 def _most(n: int, fits: Callable[[int], bool]) -> int:
