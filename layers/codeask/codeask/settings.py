@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -141,9 +140,3 @@ class Settings:
             bot_config=BotConfig.load(env["CODEASK_CONFIG"]) if env.get("CODEASK_CONFIG") else None,
             answer_margin_s=_float(env, "CODEASK_ANSWER_MARGIN_S", 20.0),
         )
-
-
-@functools.cache
-def get_settings() -> Settings:
-    """The process-wide settings, read once (a Lambda reads them at cold start)."""
-    return Settings.from_env()

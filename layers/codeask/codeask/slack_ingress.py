@@ -18,13 +18,6 @@ from codeask.state import StateStore
 _MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _TS_RE = re.compile(r"[0-9]{1,12}")  # ASCII digits only, used with fullmatch
 
-REFUSALS = {
-    "dm": "I only answer in channels whose members can all read the code, not in direct messages.",
-    "shared": "I don't answer in channels shared with other organisations (Slack Connect).",
-    "team": "I only answer people from this workspace.",
-    "channel": "This channel isn't set up for code questions. Ask an admin to add it to codeask's configuration.",
-}
-
 
 @dataclass
 class Ack:

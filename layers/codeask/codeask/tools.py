@@ -205,9 +205,7 @@ class Toolbox:
                 raise ToolRefused(f"unknown tool {name!r}; the tools are {', '.join(self.tools)}")
             _check_args(tool, args)
             raw = tool.run(args)
-        except ToolRefused as e:
-            raw, is_error = f"Error: {e}", True
-        except CodeaskError as e:
+        except CodeaskError as e:  # ToolRefused and every other expected failure
             raw, is_error = f"Error: {e}", True
         redaction = self.gate.apply(raw)
         elapsed = (time.monotonic() - started) * 1000

@@ -74,7 +74,3 @@ class Workspace(Snapshot):
     def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:
         part, rest = self.locate(rel)
         return part.link(rest, start, end)
-
-
-def workspace_or_single(snapshots: list[Snapshot]) -> Snapshot:
-    return snapshots[0] if len(snapshots) == 1 else Workspace(snapshots)
