@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from codeask.model import RetryPolicy, Usage, create_message
@@ -52,6 +53,15 @@ FINAL_ROUND_PROMPT = (
 )
 
 
+class StopReason(StrEnum):
+    """Which budget ended the loop before the model chose to answer (goes out in JSON and logs)."""
+
+    ROUNDS = "rounds"
+    TIME = "time"
+    COST = "cost"
+    OUTPUT = "output"
+
+
 @dataclass(frozen=True)
 class Budget:
     """Limits for one answer; `deadline` is a time.monotonic() value (the Lambda's, minus a margin)."""
@@ -77,7 +87,7 @@ class LoopResult:
     text: str
     rounds: int
     usage: Usage
-    stopped_early: str | None = None  # "rounds", "time", "cost" or "output" when a budget ended it
+    stopped_early: StopReason | None = None
     ran_out: bool = False  # the deadline left no room even for a final answer
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -184,7 +194,7 @@ def run_loop(
         {"role": "user", "content": f"{repo_context(toolbox, branch)}\n\nQuestion: {question}"}
     )
     tool_defs = toolbox.definitions()
-    stopped: str | None = None
+    stopped: StopReason | None = None
     rounds = 0
     texts: list[str] = []
 
@@ -209,16 +219,16 @@ def run_loop(
         final = stopped is not None
         if not final:
             if rounds >= budget.max_rounds - 1 and rounds > 0:
-                stopped = "rounds"
+                stopped = StopReason.ROUNDS
             elif left < budget.final_reserve_s and rounds > 0:
-                stopped = "time"
+                stopped = StopReason.TIME
             elif budget.max_cost_usd is not None and usage.cost_usd >= budget.max_cost_usd:
-                stopped = "cost"
+                stopped = StopReason.COST
             if stopped is not None:
                 final = True
                 _add_user_text(messages, FINAL_ROUND_PROMPT.format(reason=_REASONS[stopped]))
         if left < (retry or RetryPolicy()).min_call_s:
-            stopped = stopped or "time"
+            stopped = stopped or StopReason.TIME
             return done(_ran_out_text(toolbox, texts), ran_out=True)
         _mark_cache(messages)
         request: dict[str, Any] = {
@@ -244,7 +254,7 @@ def run_loop(
         if not calls or final:
             text = "\n".join(b["text"] for b in blocks if b["type"] == "text").strip()
             if response.stop_reason == "max_tokens":
-                stopped = stopped or "output"
+                stopped = stopped or StopReason.OUTPUT
             if not text:
                 text = _ran_out_text(toolbox, texts)
             return done(text)
@@ -273,7 +283,13 @@ def _traced_tool(toolbox: Toolbox, call: dict[str, Any]) -> Any:
         return toolbox.run(call["name"], call["input"])
 
 
-_REASONS = {"rounds": "tool-call", "time": "time", "cost": "cost", "output": "output"}
+# How the final-round prompt names the budget that ran out.
+_REASONS = {
+    StopReason.ROUNDS: "tool-call",
+    StopReason.TIME: "time",
+    StopReason.COST: "cost",
+    StopReason.OUTPUT: "output",
+}
 
 
 def _ran_out_text(toolbox: Toolbox, texts: list[str]) -> str:

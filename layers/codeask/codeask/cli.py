@@ -153,7 +153,7 @@ def _ask(args: argparse.Namespace) -> int:
     )
     footer = f"\n{where} ({ans.branch}) · {ans.mode}"
     footer += f" · {ans.tool_calls} tool calls · {ans.timings_ms['total'] / 1000:.1f} s"
-    if ans.mode == "claude":
+    if not ans.search_only:
         footer += f" · ${ans.usage['cost_usd']:.3f}"
     print(footer)
     if ans.stale:

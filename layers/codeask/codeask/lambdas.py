@@ -6,18 +6,22 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeask import clients
+from codeask.botconfig import Refusal
 from codeask.errors import ConfigError
 from codeask.job import Job
-from codeask.ops import emit, logger, span
+from codeask.ops import ErrorKind, emit, logger, span
 from codeask.secrets import with_secrets
 from codeask.settings import Settings
 
 NEVER_SYNCED_AGE_S = 10_000_000.0  # ~116 days: far past any stale-mirror threshold
 SETTINGS_TTL_S = 300.0  # a rotated secret, or one put in after the first request, is picked up
 _cached: tuple[float, Settings] | None = None
+
+if TYPE_CHECKING:
+    from codeask.slack_ingress import Ack
 
 
 def settings() -> Settings:
@@ -71,11 +75,11 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
     def enqueue(job: Job) -> None:
         sqs.send_message(QueueUrl=s.queue_url, MessageBody=job.to_json())
 
-    def refuse(reason: str, ev: dict[str, Any]) -> None:
-        msg = render.render_failure(f"refused_{reason}")
+    def refuse(reason: Refusal, ev: dict[str, Any]) -> None:
+        msg = render.render_failure(reason)
         try:
             slack = _slack(s)
-            if reason == "dm":
+            if reason == Refusal.DM:
                 slack.chat_postMessage(channel=ev["channel"], text=msg.text, blocks=msg.blocks)
             else:
                 slack.chat_postEphemeral(
@@ -100,25 +104,36 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
             enqueue=enqueue,
             refuse=refuse,
         )
-    outcome, _, why = result.outcome.partition(":")
     if result.job is not None:
         logger.append_keys(event_id=result.job.event_id, channel=result.job.channel,
                            thread_ts=result.job.thread_ts, user=result.job.user)  # fmt: skip
-    if outcome == "queued":
-        emit("QuestionsReceived", 1)
-    elif outcome == "refused":
-        emit("Refusals", 1, why)
-    elif outcome == "unauthorized":
-        emit("UnauthorizedRequests", 1)
-    elif outcome == "duplicate":
-        emit("DuplicateDeliveries", 1)
-    elif outcome == "error":
-        emit("AckErrors", 1)
-    elif outcome == "vote":
-        emit("FeedbackVotes", 1, why)
+    _ack_metrics(result)
     emit("AckLatency", (time.monotonic() - started) * 1000)
-    logger.info("slack event", extra={"outcome": result.outcome, "status": result.status})
+    why = {"refusal": result.refusal, "ignored": result.ignored, "vote": result.vote}
+    logger.info(
+        "slack event",
+        extra={"outcome": result.outcome, "status": result.status,
+               **{k: v for k, v in why.items() if v is not None}},
+    )  # fmt: skip
     return {"statusCode": result.status, "headers": result.headers, "body": result.body}
+
+
+def _ack_metrics(result: Ack) -> None:
+    from codeask.slack_ingress import AckOutcome
+
+    match result.outcome:
+        case AckOutcome.QUEUED:
+            emit("QuestionsReceived", 1)
+        case AckOutcome.REFUSED:
+            emit("Refusals", 1, result.refusal)
+        case AckOutcome.UNAUTHORIZED:
+            emit("UnauthorizedRequests", 1)
+        case AckOutcome.DUPLICATE:
+            emit("DuplicateDeliveries", 1)
+        case AckOutcome.ERROR:
+            emit("AckErrors", 1)
+        case AckOutcome.VOTE:
+            emit("FeedbackVotes", 1, result.vote)
 
 
 # -- answer_worker ------------------------------------------------------------------------------
@@ -130,6 +145,7 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
     from codeask.mirror import MirrorStore
     from codeask.model import make_client
     from codeask.state import StateStore
+    from codeask.worker import OutcomeStatus
 
     s = settings()
     _require(s, "slack_bot_token", "table_name", "bot_config")
@@ -151,12 +167,12 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
             last_attempt=receives >= 3,
             model_client=(lambda: make_client(s)) if s.has_model else None,
         )
-    if outcome.status == "skipped":
+    if outcome.status == OutcomeStatus.SKIPPED:
         emit("JobsSkipped", 1)
-    elif outcome.status == "refused":
-        emit("Refusals", 1, "repos")
-    elif outcome.status == "failed":
-        emit("Errors", 1, "answer_failed")
+    elif outcome.status == OutcomeStatus.REFUSED:
+        emit("Refusals", 1, Refusal.REPOS)
+    elif outcome.status == OutcomeStatus.FAILED:
+        emit("Errors", 1, ErrorKind.ANSWER_FAILED)
     if outcome.answer is not None:
         _answer_metrics(outcome.answer, job)
     return outcome.status
@@ -168,7 +184,7 @@ def _counted_failure() -> Iterator[None]:
     try:
         yield
     except Exception:
-        emit("Errors", 1, "answer_retry")
+        emit("Errors", 1, ErrorKind.ANSWER_RETRY)
         raise
 
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from codeask.agent import Turn
 from codeask.answer import Answer, ask
+from codeask.botconfig import Refusal
 from codeask.errors import CodeaskError
 from codeask.job import Job
 from codeask.mirror import MirrorStore, RepoSpec
 from codeask.ops import logger
 from codeask.render import (
+    Failure,
     SlackMessage,
     render_answer,
     render_failure,
@@ -26,9 +29,18 @@ from codeask.state import StateStore
 PROGRESS_EDIT_INTERVAL_S = 4.0  # chat.update is a tier-3 method: stay far below ~50 a minute
 
 
+class OutcomeStatus(StrEnum):
+    """What became of one job (the worker's metrics are keyed by it)."""
+
+    ANSWERED = "answered"
+    REFUSED = "refused"  # no repo left that the channel may read
+    SKIPPED = "skipped"  # answered already, or another live worker has it
+    FAILED = "failed"  # the thread got an honest failure message instead
+
+
 @dataclass
 class Outcome:
-    status: str  # answered, refused (no repo left that the channel may read), skipped, failed
+    status: OutcomeStatus
     answer: Answer | None = None
     posted_ts: list[str] | None = None
 
@@ -136,7 +148,7 @@ def answer_job(
     state = store.start_answer(key, owner, stale_after_s=max(60.0, deadline - time.monotonic()))
     if state is None:
         logger.info("job already answered or in hand", extra={"event_id": job.event_id})
-        return Outcome("skipped")
+        return Outcome(OutcomeStatus.SKIPPED)
     placeholder = state.placeholder_ts
     try:
         if placeholder is None:
@@ -158,13 +170,13 @@ def answer_job(
         detail = str(e) if isinstance(e, CodeaskError) else None
         if isinstance(e, CodeaskError) or last_attempt:
             # A clear, final failure: say so once and stop; nothing to gain from a redelivery.
-            failure = render_failure("error", detail)
+            failure = render_failure(Failure.ERROR, detail)
             if placeholder is None:
                 placeholder = _post(slack, job.channel, job.thread_ts, failure)
             else:
                 _update(slack, job.channel, placeholder, failure)
             store.finish_answer(key, [])
-            return Outcome("failed")
+            return Outcome(OutcomeStatus.FAILED)
         store.release_answer(key, owner)
         raise
 
@@ -195,10 +207,11 @@ def _answer(
                    "refused_repos": len(job.repos) - len(names)},
         )  # fmt: skip
     if not names or not job.text.strip():
-        msgs = [render_failure("refused_repos" if not names else "empty")]
+        msgs = [render_failure(Failure.EMPTY if names else Refusal.REPOS)]
         ts = _publish(slack, store, job, placeholder, posted, msgs)
         store.finish_answer(job.dedupe_key, ts)
-        return Outcome("refused" if not names else "answered", posted_ts=[placeholder, *ts])
+        status = OutcomeStatus.ANSWERED if names else OutcomeStatus.REFUSED
+        return Outcome(status, posted_ts=[placeholder, *ts])
     # Only the repos this channel may read; any other is never searched, listed or named.
     specs = [RepoSpec.parse(e.url, branch=e.branch, name=e.name) for e in entries]
     history = [
@@ -233,7 +246,7 @@ def _answer(
         extra={"event_id": job.event_id, "channel": job.channel, "thread_ts": job.thread_ts,
                "repo": ",".join(n for n in names), "sha": answer.snapshot.sha, "mode": answer.mode},
     )  # fmt: skip
-    return Outcome("answered", answer, [placeholder, *extra])
+    return Outcome(OutcomeStatus.ANSWERED, answer, [placeholder, *extra])
 
 
 def _turn_readable(turn: dict[str, str], names: list[str]) -> bool:
