@@ -11,6 +11,7 @@ from typing import Any
 
 from codeask.model import RetryPolicy, Usage, create_message
 from codeask.ops import span
+from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
 
 SYSTEM_PROMPT = """\
@@ -97,15 +98,15 @@ ProgressFn = Callable[[str], None]
 
 def repo_context(toolbox: Toolbox, branch: str | None) -> str:
     """What the model is told about the repository before the question: saves a list_files call."""
-    parts = getattr(toolbox.snapshot, "parts", None)
-    if parts:
+    parts = toolbox.snapshot.parts
+    if len(parts) > 1:
         return "Several repositories, each a top-level directory named after it:\n" + "\n".join(
             "- " + _one_repo(snap, None, prefix=f"{name}/") for name, snap in parts.items()
         )
     return _one_repo(toolbox.snapshot, branch)
 
 
-def _one_repo(snap: Any, branch: str | None, prefix: str = "") -> str:
+def _one_repo(snap: Snapshot, branch: str | None, prefix: str = "") -> str:
     top: dict[str, int] = {}
     for f in snap.files:
         head, sep, _ = f.partition("/")

@@ -62,10 +62,10 @@ class Answer:
         return warning_text(self.verification, self.searches)
 
     def to_json(self) -> dict[str, Any]:
-        parts = getattr(self.snapshot, "parts", None) or {self.snapshot.repo.name: self.snapshot}
+        parts = self.snapshot.parts
 
         def where(path: str) -> tuple[str, str]:
-            if not parts or len(parts) == 1:
+            if len(parts) == 1:
                 return self.snapshot.repo.name, path
             name, _, rest = path.partition("/")
             return (name, rest) if name in parts else ("", path)

@@ -405,7 +405,7 @@ def _cost(usage: dict[str, Any]) -> str | None:
 
 def _footer(answer: Answer, elapsed_s: float | None) -> dict[str, Any]:
     parts = []
-    for snap in getattr(answer.snapshot, "parts", {}).values() or [answer.snapshot]:
+    for snap in answer.snapshot.parts.values():
         where = f"{_mrkdwn(snap.repo.name)}@{snap.short_sha}"
         url = commit_link(snap.repo.url, snap.sha)
         parts.append(f"<{url}|{where}>" if url else where)
