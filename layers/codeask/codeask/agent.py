@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from codeask.model import RetryPolicy, Usage, create_message
+from codeask.model import ModelClient, RetryPolicy, Usage, create_message
 from codeask.ops import span
 from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
@@ -125,7 +125,7 @@ def _one_repo(snap: Snapshot, branch: str | None, prefix: str = "") -> str:
     )
 
 
-def _message_blocks(content: list[Any]) -> list[dict[str, Any]]:
+def _message_blocks(content: Sequence[Any]) -> list[dict[str, Any]]:
     """The assistant's content as plain dicts, the shape the API takes back in the history."""
     out: list[dict[str, Any]] = []
     for block in content:
@@ -164,7 +164,7 @@ def _mark_cache(messages: list[dict[str, Any]]) -> None:
 
 
 def run_loop(
-    client: Any,
+    client: ModelClient,
     model: str,
     toolbox: Toolbox,
     question: str,

@@ -15,7 +15,7 @@ from codeask import search_only
 from codeask.agent import Budget, StopReason, Turn, run_loop
 from codeask.errors import BadInput
 from codeask.mirror import TAG_PREFIX, MirrorStore, RepoSpec, StaleNote, redact_url
-from codeask.model import ModelUnavailable, Usage, make_client, price_for, prices
+from codeask.model import ModelClient, ModelUnavailable, Usage, make_client, price_for, prices
 from codeask.ops import span
 from codeask.permalinks import commit_link
 from codeask.redact import RedactionGate
@@ -227,7 +227,7 @@ def ask(
     on_event: Callable[[str], None] | None = None,
     history: list[Turn] | None = None,
     deadline: float | None = None,
-    client: Any = None,
+    client: ModelClient | None = None,
 ) -> Answer:
     """Answer `question` about `spec`; `deadline` is a time.monotonic() value (Lambda's, minus a margin)."""
     started = time.monotonic()

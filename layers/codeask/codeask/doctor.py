@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeask.botconfig import BotConfig
+from codeask.clients import SlackClient
 from codeask.errors import BadInput, ConfigError, first_line
 from codeask.secrets import SECRET_KEYS
 from codeask.settings import Settings
@@ -124,7 +125,7 @@ class _Run:
     config: BotConfig | None = None
     config_problem: str | None = None
     secrets_problem: str | None = None
-    slack: Any = None
+    slack: SlackClient | None = None
     bot_name: str = "codeask"
     scopes: frozenset[str] | None = None
     slack_problem: str | None = None

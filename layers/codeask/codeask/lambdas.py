@@ -21,6 +21,10 @@ SETTINGS_TTL_S = 300.0  # a rotated secret, or one put in after the first reques
 _cached: tuple[float, Settings] | None = None
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from codeask.answer import Answer
     from codeask.slack_ingress import Ack
 
 
@@ -53,7 +57,7 @@ def _require(s: Settings, *names: str) -> None:
         raise ConfigError("missing settings: " + ", ".join(n.upper() for n in missing))
 
 
-def _slack(s: Settings) -> Any:
+def _slack(s: Settings) -> clients.SlackClient:
     assert s.slack_bot_token is not None
     return clients.slack(s.slack_bot_token, s.slack_api_url)
 
@@ -139,7 +143,7 @@ def _ack_metrics(result: Ack) -> None:
 # -- answer_worker ------------------------------------------------------------------------------
 
 
-def answer_record(record: dict[str, Any], context: Any) -> str:
+def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
     """One SQS record: raise to have it redelivered (and, after the last try, dead-lettered)."""
     from codeask import worker
     from codeask.mirror import MirrorStore
@@ -150,11 +154,11 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
     s = settings()
     _require(s, "slack_bot_token", "table_name", "bot_config")
     assert s.table_name is not None
-    job = Job.from_json(record["body"])
+    job = Job.from_json(record.body)
     logger.append_keys(event_id=job.event_id, channel=job.channel, thread_ts=job.thread_ts,
                        user=job.user)  # fmt: skip
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 300.0
-    receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", "1"))
+    receives = _receives(record)
     with span("job"), _counted_failure():
         outcome = worker.answer_job(
             job,
@@ -163,7 +167,7 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
             slack=_slack(s),
             mirrors=MirrorStore.from_settings(s),
             deadline=time.monotonic() + remaining - s.answer_margin_s,
-            owner=getattr(context, "aws_request_id", None) or uuid.uuid4().hex,
+            owner=(context.aws_request_id if context else None) or uuid.uuid4().hex,
             last_attempt=receives >= 3,
             model_client=(lambda: make_client(s)) if s.has_model else None,
         )
@@ -178,6 +182,14 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
     return outcome.status
 
 
+def _receives(record: SQSRecord) -> int:
+    """How often SQS has handed this record out, this time included (1 if it does not say)."""
+    try:
+        return int(record.attributes.approximate_receive_count)
+    except KeyError:
+        return 1
+
+
 @contextlib.contextmanager
 def _counted_failure() -> Iterator[None]:
     """A record that fails and goes back to the queue is counted: Lambda itself does not see it."""
@@ -188,7 +200,7 @@ def _counted_failure() -> Iterator[None]:
         raise
 
 
-def _answer_metrics(ans: Any, job: Job) -> None:
+def _answer_metrics(ans: Answer, job: Job) -> None:
     """One answer's figures: what the dashboard's latency, cost and trust widgets are made of."""
     logger.append_keys(repo=ans.snapshot.repo.name, sha=ans.snapshot.sha)
     usage = ans.usage
@@ -211,7 +223,7 @@ def _answer_metrics(ans: Any, job: Job) -> None:
     emit("StoppedEarly", 1 if ans.stopped_early else 0)
 
 
-def answer_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def answer_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batch in, ReportBatchItemFailures response out: only failing records come back."""
     from aws_lambda_powertools.utilities.batch import (
         BatchProcessor,
@@ -223,7 +235,7 @@ def answer_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return process_partial_response(  # type: ignore[return-value]
         event=event,
-        record_handler=lambda record: answer_record(record.raw_event, context),
+        record_handler=lambda record: answer_record(record, context),
         processor=processor,
         context=context,
     )

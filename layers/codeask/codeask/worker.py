@@ -6,14 +6,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from codeask.agent import Turn
 from codeask.answer import Answer, ask
 from codeask.botconfig import Refusal
+from codeask.clients import SlackClient
 from codeask.errors import CodeaskError
 from codeask.job import Job
 from codeask.mirror import MirrorStore, RepoSpec
+from codeask.model import ModelClient
 from codeask.ops import logger
 from codeask.render import (
     Failure,
@@ -48,7 +49,9 @@ class Outcome:
 class Progress:
     """Shows what the worker is doing: the assistant status where allowed, else throttled edits."""
 
-    def __init__(self, slack: Any, channel: str, thread_ts: str, placeholder_ts: str) -> None:
+    def __init__(
+        self, slack: SlackClient, channel: str, thread_ts: str, placeholder_ts: str
+    ) -> None:
         self.slack, self.channel, self.thread_ts, self.placeholder_ts = (
             slack,
             channel,
@@ -85,7 +88,7 @@ class Progress:
             logger.debug("progress update failed", extra={"error": type(e).__name__})
 
 
-def _post(slack: Any, channel: str, thread_ts: str, msg: SlackMessage) -> str:
+def _post(slack: SlackClient, channel: str, thread_ts: str, msg: SlackMessage) -> str:
     resp = slack.chat_postMessage(
         channel=channel,
         thread_ts=thread_ts,
@@ -97,12 +100,12 @@ def _post(slack: Any, channel: str, thread_ts: str, msg: SlackMessage) -> str:
     return str(resp["ts"])
 
 
-def _update(slack: Any, channel: str, ts: str, msg: SlackMessage) -> None:
+def _update(slack: SlackClient, channel: str, ts: str, msg: SlackMessage) -> None:
     slack.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
 
 
 def _publish(
-    slack: Any,
+    slack: SlackClient,
     store: StateStore,
     job: Job,
     placeholder_ts: str,
@@ -135,12 +138,12 @@ def answer_job(
     *,
     settings: Settings,
     store: StateStore,
-    slack: Any,
+    slack: SlackClient,
     mirrors: MirrorStore,
     deadline: float,
     owner: str,
     last_attempt: bool = False,
-    model_client: Callable[[], Any] | None = None,
+    model_client: Callable[[], ModelClient] | None = None,
 ) -> Outcome:
     """Answer `job` at most once. Unexpected errors propagate (SQS redelivers) unless this is the
     last attempt, in which case the thread gets an honest failure message instead of silence."""
@@ -185,12 +188,12 @@ def _answer(
     job: Job,
     settings: Settings,
     store: StateStore,
-    slack: Any,
+    slack: SlackClient,
     mirrors: MirrorStore,
     deadline: float,
     placeholder: str,
     posted: list[str],
-    model_client: Callable[[], Any] | None,
+    model_client: Callable[[], ModelClient] | None,
 ) -> Outcome:
     config = settings.bot_config
     if config is None:
