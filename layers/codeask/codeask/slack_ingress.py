@@ -169,7 +169,7 @@ def _event(
     claims = [f"event#{event_id}"]
     try:
         return _claimed(payload, ev, config, store, enqueue, refuse, now, claims, bot_user, is_dm)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever failed, the claims go and Slack retries
         # Nothing may be lost: whatever failed after the claim, forget the claims and answer 500,
         # so Slack's retry brings the event back instead of being dropped as a duplicate.
         for key in reversed(claims):
