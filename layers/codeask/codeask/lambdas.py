@@ -158,7 +158,6 @@ def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
     logger.append_keys(event_id=job.event_id, channel=job.channel, thread_ts=job.thread_ts,
                        user=job.user)  # fmt: skip
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 300.0
-    receives = _receives(record)
     with span("job"), _counted_failure():
         outcome = worker.answer_job(
             job,
@@ -168,7 +167,7 @@ def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
             mirrors=MirrorStore.from_settings(s),
             deadline=time.monotonic() + remaining - s.answer_margin_s,
             owner=(context.aws_request_id if context else None) or uuid.uuid4().hex,
-            last_attempt=receives >= 3,
+            last_attempt=_receives(record) >= s.max_receives,
             model_client=(lambda: make_client(s)) if s.has_model else None,
         )
     if outcome.status == OutcomeStatus.SKIPPED:
