@@ -385,6 +385,18 @@ def test_missing_branch(doctor: Doctor) -> None:
     assert got.endswith('→ set "branch" of repos.served in CODEASK_CONFIG to an existing branch')
 
 
+def test_a_repo_pinned_to_a_tag_is_named_as_a_tag(doctor: Doctor) -> None:
+    # Given a repo configured with an annotated tag where a branch would go
+    doctor.stack.repo.git("tag", "-a", "v1.0", "-m", "release 1.0")
+    doctor.repos["billing"] = {"url": str(doctor.stack.repo.path), "branch": "v1.0"}
+
+    # When the doctor checks it  Then it passes, naming the tag and the commit it points at
+    _code, lines = doctor.run()
+    head = doctor.stack.repo.head()[:7]
+    got = line(lines, "✓ repo billing")
+    assert got == f"✓ repo billing — {doctor.stack.repo.path}: tag v1.0 at {head}"
+
+
 def test_unwritable_mirror_root(doctor: Doctor, tmp_path: Path) -> None:
     root = tmp_path / "readonly-mirrors"
     root.mkdir()

@@ -513,7 +513,7 @@ def _git_timeouts(seconds: float) -> Iterator[None]:
 def check_repo(run: _Run, repo_name: str) -> Check:
     import pygit2
 
-    from codeask.mirror import RepoSpec, pick_ref, redact_url, token_callbacks
+    from codeask.mirror import TAG_PREFIX, RepoSpec, pick_ref, redact_url, token_callbacks
 
     s, config = run.settings, run.config
     assert s is not None and config is not None
@@ -553,8 +553,8 @@ def check_repo(run: _Run, repo_name: str) -> Check:
             f'"branch" of repos.{repo_name}' if spec.branch else f'a "branch" for repos.{repo_name}'
         )
         return _failed(name, str(e), f"set {which} in CODEASK_CONFIG to an existing branch")
-    if branch.startswith("tags/"):
-        how = f"tag {branch.removeprefix('tags/')}"
+    if branch.startswith(TAG_PREFIX):
+        how = f"tag {branch.removeprefix(TAG_PREFIX)}"
     else:
         how = f"branch {branch}" if spec.branch else f"default branch {branch}"
     return _passed(name, f"{shown}: {how} at {str(oid)[:7]}")
