@@ -217,9 +217,34 @@ def test_the_scan_sees_lazy_imports() -> None:
     lambdas = [m for m in load_modules().values() if m.name == "lambdas"][0]
     lazy = {(imp.module, imp.function) for imp in lambdas.imports}
     assert ("worker", "answer_record") in lazy and ("slack_ingress", "ack") in lazy
+    # and follows the ack into the helpers it calls, but not into the worker's functions
+    runs = called_from(lambdas.path, ACK_ENTRY[1])
+    assert {"ack", "settings", "_slack", "_ack_metrics"} <= runs and "answer_record" not in runs
 
 
 # ------------------------------------------------------------------ the ack
+
+
+def called_from(path: Path, entry: str) -> set[str]:
+    """The module's top-level functions that `entry` can run: itself and what it calls, in turn."""
+    tree = ast.parse(path.read_text(), str(path))
+    calls = {
+        node.name: {
+            c.func.id
+            for c in ast.walk(node)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        }
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+    runs: set[str] = set()
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in calls and name not in runs:
+            runs.add(name)
+            todo += calls[name]
+    return runs
 
 
 def ack_closure(modules: dict[Path, Module]) -> tuple[set[str], list[str]]:
@@ -228,12 +253,14 @@ def ack_closure(modules: dict[Path, Module]) -> tuple[set[str], list[str]]:
     for m in modules.values():
         by_name.setdefault(m.name, []).append(m)
     entry_module, entry_function = ACK_ENTRY
-    start: list[tuple[Module, Import]] = [
-        (m, imp)
-        for m in by_name[entry_module]
-        for imp in m.imports + m.external
-        if imp.function is None or imp.function.split(".")[0] == entry_function
-    ]
+    start: list[tuple[Module, Import]] = []
+    for m in by_name[entry_module]:
+        runs = called_from(m.path, entry_function)
+        start += [
+            (m, imp)
+            for imp in m.imports + m.external
+            if imp.function is None or imp.function.split(".")[0] in runs
+        ]
     reached: set[str] = set()
     external: list[str] = []
     todo = [*ACK_MODULES]
