@@ -23,7 +23,6 @@ from codeask.search import (
 )
 from codeask.search.ripgrep import clean_text, find_rg
 from codeask.snapshot import Snapshot
-from codeask.workspace import Workspace
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
 SEARCH_MAX_CHARS = BUDGET  # codeask.search.layout says why
@@ -173,7 +172,7 @@ class Toolbox:
             )
         }
 
-        if isinstance(snapshot, Workspace):
+        if len(snapshot.parts) > 1:
             self._add_repo_argument(list(snapshot.parts))
 
     def _add_repo_argument(self, names: list[str]) -> None:
@@ -212,9 +211,7 @@ class Toolbox:
                 raise ToolRefused(f"unknown tool {name!r}; the tools are {', '.join(self.tools)}")
             _check_args(tool, args)
             raw = tool.run(args)
-        except ToolRefused as e:
-            raw, is_error = f"Error: {e}", True
-        except CodeaskError as e:
+        except CodeaskError as e:  # ToolRefused and every other expected failure
             raw, is_error = f"Error: {e}", True
         redaction = self.gate.apply(raw)
         elapsed = (time.monotonic() - started) * 1000
@@ -273,7 +270,7 @@ class Toolbox:
     ) -> SearchOutcome:
         """One search over the snapshot, or over every repo of a workspace at once, merged."""
         snap = self.snapshot
-        if not isinstance(snap, Workspace):
+        if len(snap.parts) == 1:
             return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
