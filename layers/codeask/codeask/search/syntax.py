@@ -55,6 +55,21 @@ class HitInfo:
 
 
 @dataclass
+class _Walk:
+    """What a walk from a hit up to the root has seen so far."""
+
+    row: int
+    c0: int
+    c1: int
+    info: HitInfo = field(default_factory=HitInfo)
+    flags: set[str] = field(default_factory=set)
+    string_closed: bool = False
+    chain: list[Any] = field(default_factory=list)  # enclosing definitions, innermost first
+    decorator: Any = None
+    recovered: tuple[str, int, int] | None = None
+
+
+@dataclass
 class Context:
     """Lines worth showing around a hit so it reads like code (1-based rows)."""
 
@@ -205,84 +220,102 @@ class FileSyntax:
         return node, (c0, c1)
 
     def _info_for(self, node: Any, row: int, c0: int, c1: int) -> HitInfo:
-        rules = self.rules
-        info = HitInfo()
-        flags: set[str] = set()
-        string_closed = False
-        chain: list[Any] = []
-        decorator = None
-        key_path: list[str] = []
-        recovered: tuple[str, int, int] | None = None
-        n = node
-        below = node
-        while n is not None:
-            t = n.type
-            if t == "ERROR" and not chain and recovered is None and self.grammar in ("c", "cpp"):
-                recovered = self._recover_function(n, below, row)
-            if "comment" in t:
-                flags.add("comment")
-            elif t in _CODE_ISLANDS:
-                string_closed = True  # code inside a string: `f"{retry()}"`
-            elif t in STRINGS and not self.config and not string_closed:
-                flags.add("string")
-            if t in rules.imports or (t in ("call", "call_expression") and _is_require(n)):
-                flags.add("import")
-            elif t == "variable_declarator" and _is_require(n.child_by_field_name("value")):
-                flags.add("import")  # `const express = require("express")`
-            if t in rules.decorators and decorator is None:
-                decorator = n
-            if t in CALLS and "call" not in flags and not flags & {"string", "comment"}:
-                callee = next(
-                    (c for f in CALLEE_FIELDS if (c := n.child_by_field_name(f)) is not None), None
-                )
-                if callee is not None and _contains(callee, row, c0):
-                    flags.add("call")
-            is_scope = (t in rules.scopes and self._has_body(n)) or self._named_anonymous(n)
-            if is_scope:
-                chain.append(n)
-            if (is_scope or t in rules.values) and "definition" not in flags:
-                name = _name_node(n)
-                if name is not None and _overlaps(name, row, c0, c1):
-                    if is_scope or not self._inside_function(n):
-                        flags.add("definition")
-                        info.whole = (_start_row(n) + 1, _end_row(n) + 1)
-                        info.header_end = self._header_end(n) + 1
-                        if chain and chain[-1] is n:
-                            chain.pop()  # the line itself shows the name it defines
-            if self.config and t in _KEY_NODES:
-                key = _key_of(n, self.source)
-                if key:
-                    key_path.append(key)
-                    if _key_overlaps(n, row, c0, c1) and "definition" not in flags:
-                        flags.add("definition")
-                        info.whole = (n.start_point.row + 1, _end_row(n) + 1)
-                        info.header_end = n.start_point.row + 1
-            elif self.config and (
-                t in _SEQUENCE_ITEMS or (n.parent is not None and n.parent.type in _ARRAYS)
-            ):
-                key_path.append(f"[{_index_among(n)}]")
-            below = n
-            n = n.parent
-        for kind in ("comment", "import", "definition", "string", "call"):
-            if kind in flags:
-                info.kind = kind
-                break
+        """Walk from the matched node to the root, noting what the hit is and what encloses it."""
         if self.config:
-            info.scope = list(reversed(key_path))
-            return info
+            return self._config_info(node, row, c0, c1)
+        walk = _Walk(row, c0, c1)
+        below, n = node, node
+        while n is not None:
+            if n.type == "ERROR" and not walk.chain and walk.recovered is None:
+                if self.grammar in ("c", "cpp"):
+                    walk.recovered = self._recover_function(n, below, row)
+            self._note_text_kind(walk, n)
+            if n.type in self.rules.decorators and walk.decorator is None:
+                walk.decorator = n
+            if n.type in CALLS and not walk.flags & {"call", "string", "comment"}:
+                if _callee_contains(n, row, c0):
+                    walk.flags.add("call")
+            self._note_scope(walk, n)
+            below, n = n, n.parent
+        return self._conclude(walk)
+
+    def _note_text_kind(self, walk: _Walk, n: Any) -> None:
+        t = n.type
+        if "comment" in t:
+            walk.flags.add("comment")
+        elif t in _CODE_ISLANDS:
+            walk.string_closed = True  # code inside a string: `f"{retry()}"`
+        elif t in STRINGS and not walk.string_closed:
+            walk.flags.add("string")
+        if (
+            t in self.rules.imports
+            or (t in ("call", "call_expression") and _is_require(n))
+            or (t == "variable_declarator" and _is_require(n.child_by_field_name("value")))
+        ):
+            walk.flags.add("import")  # also `const express = require("express")`
+
+    def _note_scope(self, walk: _Walk, n: Any) -> None:
+        """An enclosing definition joins the chain; one whose name the hit matched is defined here."""
+        t = n.type
+        is_scope = (t in self.rules.scopes and self._has_body(n)) or self._named_anonymous(n)
+        if is_scope:
+            walk.chain.append(n)
+        if "definition" in walk.flags or not (is_scope or t in self.rules.values):
+            return
+        name = _name_node(n)
+        if name is None or not _overlaps(name, walk.row, walk.c0, walk.c1):
+            return
+        if not is_scope and self._inside_function(n):
+            return  # a local variable, not a definition anyone would look for
+        walk.flags.add("definition")
+        walk.info.whole = (_start_row(n) + 1, _end_row(n) + 1)
+        walk.info.header_end = self._header_end(n) + 1
+        if walk.chain and walk.chain[-1] is n:
+            walk.chain.pop()  # the line itself shows the name it defines
+
+    def _conclude(self, walk: _Walk) -> HitInfo:
+        info, chain = walk.info, walk.chain
+        info.kind = next(
+            (k for k in ("comment", "import", "definition", "string", "call") if k in walk.flags),
+            "reference",
+        )
         info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
         if chain:
             info.extent = (chain[0].start_point.row + 1, _end_row(chain[0]) + 1)
-        elif recovered is not None:
-            label, first, last = recovered
+        elif walk.recovered is not None:
+            label, first, last = walk.recovered
             info.scope = [label]
             info.extent = (first + 1, last + 1)
-        if decorator is not None:
-            target = _decorated(decorator, rules.scopes)
+        if walk.decorator is not None:
+            target = _decorated(walk.decorator, self.rules.scopes)
             if target is not None:
                 if chain and chain[0] == target:
                     info.scope.pop()
                 info.decorates = self._label(target, inner=True)
+        return info
+
+    def _config_info(self, node: Any, row: int, c0: int, c1: int) -> HitInfo:
+        """A config file's hit: its key path (`plugin_routing › cache › redis`), and whether the
+        match is in a key (a definition), a value, or a comment."""
+        info = HitInfo()
+        path: list[str] = []
+        defined = comment = False
+        n = node
+        while n is not None:
+            comment = comment or "comment" in n.type
+            if n.type in _KEY_NODES:
+                key = _key_of(n, self.source)
+                if key:
+                    path.append(key)
+                    if not defined and _key_overlaps(n, row, c0, c1):
+                        defined = True
+                        info.whole = (n.start_point.row + 1, _end_row(n) + 1)
+                        info.header_end = n.start_point.row + 1
+            elif n.type in _SEQUENCE_ITEMS or (n.parent is not None and n.parent.type in _ARRAYS):
+                path.append(f"[{_index_among(n)}]")
+            n = n.parent
+        info.kind = "comment" if comment else "definition" if defined else "reference"
+        info.scope = path[::-1]
         return info
 
     def _recover_function(self, error: Any, below: Any, row: int) -> tuple[str, int, int] | None:
@@ -491,6 +524,14 @@ def _start_row(n: Any) -> int:
     if p is not None and p.type == "decorated_definition":
         return p.start_point.row
     return n.start_point.row
+
+
+def _callee_contains(call: Any, row: int, col: int) -> bool:
+    """The match is in what a call calls (`send` in `adapter.send(x)`), not in its arguments."""
+    callee = next(
+        (c for f in CALLEE_FIELDS if (c := call.child_by_field_name(f)) is not None), None
+    )
+    return callee is not None and _contains(callee, row, col)
 
 
 def _contains(n: Any, row: int, col: int) -> bool:
