@@ -220,12 +220,53 @@ def test_an_answer_emits_its_latency_cost_and_trust_figures(
     assert tokens["OutputTokens"] > 0 and sum(tokens.values()) > tokens["OutputTokens"]
     cost = one(metrics, "EstimatedCostUSD")
     assert cost.unit == "None" and 0 < cost.values[0] < 1
-    for name in ("UnverifiedPaths", "AnswersWithUnverifiedPaths", "Redactions",
-                 "ModelFallbacks", "StoppedEarly"):  # fmt: skip
+    for name in ("UnverifiedPaths", "AnswersWithUnverifiedPaths", "ModelFallbacks",
+                 "StoppedEarly"):  # fmt: skip
         assert one(metrics, name).values == (0.0,), name
+    assert "Redactions" not in by_name(metrics)  # split by kind: nothing redacted, nothing sent
     # the per-answer figures go out together, in one document with service as the only dimension
     answer_doc = one(metrics, "AnswersPosted").doc_metrics
     assert {"EndToEndLatency", "EstimatedCostUSD", "UnverifiedPaths"} <= set(answer_doc)
+
+
+def test_redactions_are_counted_per_kind(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a repository whose deploy config holds a password, a JWT and a Kubernetes Secret
+    jwt = ".".join(
+        ("eyJ" + "hbGciOiJIUzI1NiJ9", "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0", "c2lnbmF0dXJl")
+    )
+    stack.repo.commit(
+        {
+            "deploy/app.yaml": "db:\n  password: Tr0ub4dor-and-3\n  session: " + jwt + "\n",
+            "deploy/secret.yaml": "kind: Secret\ndata:\n  user: YWRtaW4=\n  pass: aHVudGVyMg==\n",
+        },
+        message="deploy config",
+    )
+
+    def script(body: dict[str, Any]) -> Any:
+        results = [
+            b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]  # fmt: skip
+        if results:
+            return Reply([text("The database settings are in `deploy/app.yaml:1`.")])
+        return Reply([tool_use("read_file", {"path": "deploy/app.yaml"}),
+                      tool_use("read_file", {"path": "deploy/secret.yaml"})])  # fmt: skip
+
+    stack.model.script = script
+    ack(mention_now())
+    records = stack.queued()
+    capsys.readouterr()
+
+    # When the worker answers, the model having read both files
+    assert work(records) == {"batchItemFailures": []}
+
+    # Then each kind of secret kept from the model is its own Redactions metric
+    metrics = emitted(capsys.readouterr().out)
+    assert_catalogued(metrics)
+    kinds = {m.dims["Kind"]: m.values for m in by_name(metrics)["Redactions"]}
+    assert kinds == {"secret-assignment": (1.0,), "jwt": (1.0,), "kubernetes-secret": (2.0,)}
+    sent = json.dumps([r.body for r in stack.model.requests])
+    assert "Tr0ub4dor-and-3" not in sent and jwt not in sent and "aHVudGVyMg==" not in sent
 
 
 def test_a_search_only_answer_counts_a_model_fallback(
