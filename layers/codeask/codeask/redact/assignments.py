@@ -350,6 +350,8 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
             if kind is not None:
                 yield start, end, kind
                 continue
+            if syntax == "hcl" and not quoted:
+                continue  # unquoted HCL is an expression: var.db_password, random_password.x
             config = syntax is not None and _leads_its_line(text, name_start, syntax)
             literal = quoted or syntax is not None or _bare_literal_context(text, name_start, m)
             if is_secret_value(
