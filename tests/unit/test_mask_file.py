@@ -276,6 +276,64 @@ def test_a_value_named_by_the_line_above_is_masked(path: str, text: str) -> None
     assert counts == {"secret-assignment": 1}
 
 
+@pytest.mark.parametrize(
+    ("path", "text", "masked"),
+    [
+        pytest.param(
+            "config/app.ini",
+            f"[db]\npassword =\n    {HUMAN}\n    {ALPHA}\nhost = db\n",
+            [2, 3],
+            id="ini-multi-line-value",
+        ),
+        pytest.param(
+            "config/app.yaml",
+            f"db:\n  password: |\n    {HUMAN}\n\n    {ALPHA}\n  host: db\n",
+            [2, 4],
+            id="yaml-block-scalar",
+        ),
+        pytest.param(
+            "config/app.yaml",
+            f"signing_secret: >-\n  {RANDOM}\n  {RANDOM[::-1]}\nname: x\n",
+            [1, 2],
+            id="yaml-folded-scalar",
+        ),
+    ],
+)
+def test_a_secret_continued_on_indented_lines_is_masked_line_by_line(
+    path: str, text: str, masked: list[int]
+) -> None:
+    # Given a secret-named key whose value runs on over the more-indented lines below it
+    # When the file is masked
+    out, _ = mask(path, text)
+
+    # Then exactly those lines are masked, keeping their indentation
+    for i, (before, after) in enumerate(zip(text.split("\n"), out, strict=True)):
+        if i in masked:
+            indent = before[: len(before) - len(before.lstrip())]
+            assert after == indent + marker("secret-assignment")
+        else:
+            assert after == before
+
+
+def test_a_yaml_binary_value_is_judged_by_its_data() -> None:
+    # Given a secret-named YAML key holding base64 data behind the !!binary tag
+    data = base64.b64encode(RANDOM.encode() * 2).decode()
+
+    # When it is masked
+    out, _ = mask("config/app.yaml", f"signing_secret: !!binary {data}\n")
+
+    # Then the tag stays and the data goes
+    assert out[0] == "signing_secret: !!binary " + marker("secret-assignment")
+
+
+def test_ordinary_keys_with_block_values_stay() -> None:
+    # Given block values under names that hold no secret, and a password policy section
+    text = "description: |\n  Rotate the password yearly.\npassword_policy: |\n  min 12\n"
+
+    # When masked, nothing changes
+    assert mask("config/app.yaml", text) == (text.split("\n"), {})
+
+
 def test_values_of_ordinary_names_on_the_next_line_stay() -> None:
     # Given an env list where only non-secret names get literal values
     text = "env:\n  - name: DB_HOST\n    value: db.internal\n  - name: LOG_LEVEL\n    value: info\n"

@@ -159,6 +159,9 @@ def pem_block(algorithm: str = "RSA ", body: list[str] | None = None) -> list[st
             "url-password", "mongodb+srv://u:", "S3cr3t" + "Pa55", "@c0.x.net/db", id="url-srv"
         ),
         pytest.param(
+            "url-password", "http://ci:", "whywouldyou" + "sendthisinclear", "@x.io", id="url-lower"
+        ),
+        pytest.param(
             "azure-storage-key",
             "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=",
             AZURE_ACCOUNT_KEY,

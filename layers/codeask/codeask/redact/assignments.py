@@ -344,6 +344,8 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
                 if syntax in LINE_SYNTAXES:
                     end = _before_comment(text, start, end)
                 end = start + len(text[start:end].rstrip(",)]};"))  # YAML flow {a: b}, shell `;`
+            if syntax == "yaml" and not quoted and text.startswith("!!", start):
+                start = text.find(" ", start, end) + 1 or end  # `!!binary <base64>`: judge the data
             value = text[start:end]
             name = low[name_start : m.end("rest")]
             kind = _vendor_kind(name, value, m.group("scheme"))
@@ -454,7 +456,7 @@ def _is_typed_password(value: str) -> bool:
         or low in PLACEHOLDER_WORDS
         or any(h in low for h in PLACEHOLDER_HINTS)
         or value.startswith(MARKER_PREFIX)
-        or (value.isalpha() and value.islower())
+        or (value.isalpha() and value.islower() and len(value) <= 10)  # user:secret@, :postgres@
     )
 
 

@@ -311,6 +311,34 @@ def _owner(lines: list[str], i: int, col: int) -> str | None:
     return None
 
 
+# A secret-named key whose value continues on the more-indented lines below it: a YAML block
+# scalar (`password: |`) or an INI multi-line value (`password =` then indented lines). Found
+# from the rarer end of the line, then the key before it is judged.
+_BLOCK_START = {
+    "yaml": re.compile(r":[ \t]+[|>][-+0-9]*[ \t]*\r?$", re.MULTILINE),
+    "ini": re.compile(r"[=:][ \t]*\r?$", re.MULTILINE),
+}
+
+
+def _block_value_pieces(lines: list[str], text: str, starts: list[int], syntax: str) -> list[Piece]:
+    pieces: list[Piece] = []
+    for m in _BLOCK_START[syntax].finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        entry = _entry(lines[i])
+        if entry is None or judge_name(entry.key) is None:
+            continue
+        for j in range(i + 1, len(lines)):
+            line = lines[j]
+            if not line.strip(" \t\r"):
+                continue
+            content = len(line) - len(line.lstrip(" \t"))
+            if _indent(line) <= entry.key_col:
+                break
+            if line[content] not in "#;" and _secret_data_value(line[content:].rstrip(" \t\r")):
+                pieces.append((j, content, len(line.rstrip(" \t\r"))))
+    return pieces
+
+
 def _owned_value_pieces(lines: list[str], low: str, starts: list[int]) -> list[Piece]:
     """Values whose secret name sits on another line: `- name: DB_PASSWORD` / `value: …`,
     `DbPassword:` / `Default: …`, `variable "db_password" {` / `default = "…"`."""
@@ -363,14 +391,17 @@ def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
     # Listed in priority order: where spans overlap, the first names the secret.
     spans = encoded_key_spans(masked)
     owned: list[Span] = []
-    if syntax in ("yaml", "hcl"):
+    if syntax in ("yaml", "hcl", "ini"):
         split = masked.split("\n") if masked is not text else lines
         low = lowercase(masked)
         starts = list(accumulate(map((1).__add__, map(len, split)), initial=0))
         if syntax == "yaml":
             secrets = _kubernetes_secret_pieces(split, low, starts)
             spans += _to_spans(starts, secrets, "kubernetes-secret")
-        owned = _to_spans(starts, _owned_value_pieces(split, low, starts), "secret-assignment")
+        pieces = _owned_value_pieces(split, low, starts) if syntax != "ini" else []
+        if syntax != "hcl":
+            pieces += _block_value_pieces(split, masked, starts, syntax)
+        owned = _to_spans(starts, pieces, "secret-assignment")
     if syntax is not None:
         region = _Joined(masked, 0, len(masked))
         spans += region.original(find_spans(region.text, syntax))
