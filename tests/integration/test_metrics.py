@@ -96,14 +96,18 @@ def one(metrics: list[Emitted], name: str) -> Emitted:
     return found[0]
 
 
+def has_tool_results(body: dict[str, Any]) -> bool:
+    """Whether a request to the model carries tool results (the tools have run once)."""
+    return any(
+        isinstance(b, dict) and b.get("type") == "tool_result"
+        for m in body["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+    )
+
+
 def model_answers(stack: Stack) -> None:
     def script(body: dict[str, Any]) -> Any:
-        searched = any(
-            isinstance(b, dict) and b.get("type") == "tool_result"
-            for m in body["messages"]
-            for b in (m["content"] if isinstance(m["content"], list) else [])
-        )
-        if searched:
+        if has_tool_results(body):
             return Reply([text(ANSWER)])
         return Reply([tool_use("search_code", {"pattern": "def retry_job"})])
 
@@ -243,11 +247,7 @@ def test_redactions_are_counted_per_kind(stack: Stack, capsys: pytest.CaptureFix
     )
 
     def script(body: dict[str, Any]) -> Any:
-        results = [
-            b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
-            if isinstance(b, dict) and b.get("type") == "tool_result"
-        ]  # fmt: skip
-        if results:
+        if has_tool_results(body):
             return Reply([text("The database settings are in `deploy/app.yaml:1`.")])
         return Reply([tool_use("read_file", {"path": "deploy/app.yaml"}),
                       tool_use("read_file", {"path": "deploy/secret.yaml"})])  # fmt: skip
@@ -356,6 +356,8 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     from codeask import lambdas
 
     model_answers(stack)
+    jwt = ".".join(("eyJ" + "hbGciOiJIUzI1NiJ9", "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0", "c2ln"))
+    stack.repo.commit({"billing/tokens.py": f"def retry_job_token(): return '{jwt}'\n"})  # redacted
     capsys.readouterr()
     ack(mention_now())  # queued
     ack(event("slack_retry"))  # duplicate

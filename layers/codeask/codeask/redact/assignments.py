@@ -315,14 +315,17 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
     else:
         patterns = _LINE_ASSIGNMENTS if syntax in LINE_SYNTAXES else _WORD_ASSIGNMENTS
     seen: set[int] = set()
+    # Shorter values are never judged secret (a typed password in config needs 4, else 8): most
+    # matches in code (`token: str`, `password = any(`) end here, before any work on the name.
+    shortest = 8 if syntax is None else 4
     for pattern in patterns:
         for m in pattern.finditer(low):
             group = next((g for g in _QUOTED if m.group(g) is not None), None)
             quoted = group is not None
             start, end = m.span(group or ("uv"))
             op = m.group("op")
-            if start in seen:
-                continue  # auth_token is found by both "auth" and "token"
+            if end - start < shortest or start in seen:
+                continue  # too short for any secret; or auth_token, found by "auth" and "token"
             seen.add(start)
             if (
                 not quoted
