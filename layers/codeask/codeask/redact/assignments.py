@@ -17,7 +17,7 @@ from codeask.redact.tokens import ALNUM, Span
 
 _NAME_CHARS = ALNUM | frozenset("_.-")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd", "contraseña", "contrasena")
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
 # Words that end in "pass" without being one; "dbpass" and "rootpass" are.
 _NOT_PASS = frozenset({"bypass", "compass", "encompass", "surpass", "overpass", "underpass",
                        "trespass", "impass", "impasse", "sidepass", "multipass"})  # fmt: skip
@@ -322,7 +322,7 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
         for m in pattern.finditer(low):
             group = next((g for g in _QUOTED if m.group(g) is not None), None)
             quoted = group is not None
-            start, end = m.span(group or ("uv"))
+            start, end = m.span(group or "uv")
             op = m.group("op")
             if end - start < shortest or start in seen:
                 continue  # too short for any secret; or auth_token, found by "auth" and "token"

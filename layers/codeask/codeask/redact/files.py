@@ -113,7 +113,7 @@ def _continued_regions(text: str) -> list[tuple[int, int]]:
     return regions
 
 
-# --- YAML and HCL structure ----------------------------------------------------------------------
+# --- Structure: YAML, HCL and INI ----------------------------------------------------------------
 
 _KIND_SECRET = re.compile(r"[ \t]*(?:-[ \t]+)?kind[ \t]*:[ \t]*[\"']?Secret[\"']?[ \t]*(?:#.*)?\r?")
 _BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*")
@@ -321,6 +321,7 @@ _BLOCK_START = {
 
 
 def _block_value_pieces(lines: list[str], text: str, starts: list[int], syntax: str) -> list[Piece]:
+    """The indented lines that continue a secret-named key's value."""
     pieces: list[Piece] = []
     for m in _BLOCK_START[syntax].finditer(text):
         i = bisect.bisect_right(starts, m.start()) - 1
@@ -339,15 +340,13 @@ def _block_value_pieces(lines: list[str], text: str, starts: list[int], syntax: 
     return pieces
 
 
-def _owned_value_pieces(lines: list[str], low: str, starts: list[int]) -> list[Piece]:
+def _owned_value_pieces(lines: list[str], text: str, low: str, starts: list[int]) -> list[Piece]:
     """Values whose secret name sits on another line: `- name: DB_PASSWORD` / `value: …`,
     `DbPassword:` / `Default: …`, `variable "db_password" {` / `default = "…"`."""
     owned: dict[int, str | None] = {}
     for m in _NAME_THEN_VALUE.finditer(low):
-        name_line = bisect.bisect_right(starts, m.start()) - 1
-        owned[name_line + 1] = lines[name_line][m.start("n") - starts[name_line] :][
-            : m.end("n") - m.start("n")
-        ]
+        value_line = bisect.bisect_right(starts, m.end()) - 1
+        owned[value_line] = text[m.start("n") : m.end("n")]
     for m in _DEFAULT_KEY.finditer(low):
         i = bisect.bisect_right(starts, m.start()) - 1
         owned.setdefault(i, None)
@@ -398,7 +397,7 @@ def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
         if syntax == "yaml":
             secrets = _kubernetes_secret_pieces(split, low, starts)
             spans += _to_spans(starts, secrets, "kubernetes-secret")
-        pieces = _owned_value_pieces(split, low, starts) if syntax != "ini" else []
+        pieces = _owned_value_pieces(split, masked, low, starts) if syntax != "ini" else []
         if syntax != "hcl":
             pieces += _block_value_pieces(split, masked, starts, syntax)
         owned = _to_spans(starts, pieces, "secret-assignment")
