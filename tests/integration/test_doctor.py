@@ -183,7 +183,24 @@ def test_bad_settings_value(doctor: Doctor) -> None:
     assert line(lines, "– model") == "– model — skipped: the settings did not parse"
     assert line(lines, "✓ config").startswith("✓ config — 2 repos")
     assert line(lines, "✓ git backend")
-    assert lines[-1] == "2 checks passed, 1 failed (10 not run because an earlier check failed)"
+    assert lines[-1] == "2 checks passed, 1 failed (16 not run because an earlier check failed)"
+
+
+def test_what_is_not_run_is_named_as_a_full_run_names_it(doctor: Doctor) -> None:
+    # Given the checks a good configuration runs, one line each
+    _, good = doctor.run()
+    # When the settings do not parse
+    _, bad = doctor.run(CODEASK_GIT_TIMEOUT_S="soon")
+    # Then every one of them still has its line, in the same order: run, or not run and why
+    assert check_names(bad) == check_names(good)
+    skipped = [ln for ln in bad if ln.startswith("– ")]
+    assert len(skipped) == 16 and all(
+        ln.endswith("skipped: the settings did not parse") for ln in skipped
+    )
+
+
+def check_names(lines: list[str]) -> list[str]:
+    return [ln[2:].split(" — ")[0] for ln in lines[:-1]]
 
 
 def test_bad_config(doctor: Doctor) -> None:
@@ -366,6 +383,18 @@ def test_missing_branch(doctor: Doctor) -> None:
     got = line(lines, "✗ repo served")
     assert "'release-9'" in got and "branches there include: main" in got
     assert got.endswith('→ set "branch" of repos.served in CODEASK_CONFIG to an existing branch')
+
+
+def test_a_repo_pinned_to_a_tag_is_named_as_a_tag(doctor: Doctor) -> None:
+    # Given a repo configured with an annotated tag where a branch would go
+    doctor.stack.repo.git("tag", "-a", "v1.0", "-m", "release 1.0")
+    doctor.repos["billing"] = {"url": str(doctor.stack.repo.path), "branch": "v1.0"}
+
+    # When the doctor checks it  Then it passes, naming the tag and the commit it points at
+    _code, lines = doctor.run()
+    head = doctor.stack.repo.head()[:7]
+    got = line(lines, "✓ repo billing")
+    assert got == f"✓ repo billing — {doctor.stack.repo.path}: tag v1.0 at {head}"
 
 
 def test_unwritable_mirror_root(doctor: Doctor, tmp_path: Path) -> None:

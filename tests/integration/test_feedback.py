@@ -64,8 +64,10 @@ def test_a_changed_mind_counts_once_as_its_last_vote(stack: Stack) -> None:
     ack(vote("codeask_feedback_up", "U0ALICE"), Context())
     from codeask import clients
     from codeask.feedback import export_cases
+    from codeask.settings import Settings
     from codeask.state import StateStore
 
     votes = StateStore(stack.table, clients.aws("dynamodb")).votes()
     assert [v["vote"] for v in votes] == ["up"]
-    assert export_cases(votes) == []
+    config = Settings.from_env().bot_config
+    assert config is not None and export_cases(votes, config) == []

@@ -43,6 +43,9 @@ def test_the_x86_64_binary_is_ripgrep_14_1() -> None:
 def test_codeask_layer_holds_the_package_and_arm64_pygit2() -> None:
     py = BUILD / "CodeaskLayer" / "python"
     assert (py / "codeask" / "answer.py").is_file()
+    # Subpackages travel too, not just the top-level modules.
+    assert (py / "codeask" / "mirror" / "__init__.py").is_file()
+    assert (py / "codeask" / "mirror" / "store.py").is_file()
     assert (py / "pygit2").is_dir()
     native = list(py.glob("**/*aarch64*.so")) + list((py / "pygit2.libs").glob("*.so*"))
     assert native, "pygit2 and cffi must be the arm64 builds the function runs on"

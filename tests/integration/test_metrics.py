@@ -301,9 +301,29 @@ def test_a_redelivered_job_is_skipped_and_counted(
 
 
 def test_a_job_that_fails_for_good_counts_an_error_of_kind_answer_failed(
+    stack: Stack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codeask import lambdas
+
+    # WorkerErrorRateAlarm in template.yaml watches exactly this Kind value.
+    # Given the channel's repo now points at a path that is no repository (a clear, final error)
+    config = {"repos": {"billing": {"url": str(stack.tmp / "moved-away")}},
+              "channels": {CHANNEL: ["billing"]}}  # fmt: skip
+    monkeypatch.setenv("CODEASK_CONFIG", json.dumps(config))
+    lambdas.reset_settings()
+    capsys.readouterr()
+    assert work(sqs_job_event()["Records"]) == {"batchItemFailures": []}
+    metrics = emitted(capsys.readouterr().out)
+    assert_catalogued(metrics)
+    error = one(metrics, "Errors")
+    assert error.dims == {"service": "codeask", "Kind": "answer_failed"}
+    assert error.values == (1.0,) and error.unit == "Count"
+    assert "AnswersPosted" not in by_name(metrics)
+
+
+def test_a_job_for_a_repo_the_channel_may_no_longer_read_counts_a_refusal(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # WorkerErrorRateAlarm in template.yaml watches exactly this Kind value.
     ev = sqs_job_event()
     body = json.loads(ev["Records"][0]["body"])
     body["repos"] = ["no-longer-configured"]
@@ -312,10 +332,9 @@ def test_a_job_that_fails_for_good_counts_an_error_of_kind_answer_failed(
     assert work(ev["Records"]) == {"batchItemFailures": []}
     metrics = emitted(capsys.readouterr().out)
     assert_catalogued(metrics)
-    error = one(metrics, "Errors")
-    assert error.dims == {"service": "codeask", "Kind": "answer_failed"}
-    assert error.values == (1.0,) and error.unit == "Count"
-    assert "AnswersPosted" not in by_name(metrics)
+    refusal = one(metrics, "Refusals")
+    assert refusal.dims == {"service": "codeask", "Reason": "repos"}
+    assert "Errors" not in by_name(metrics) and "AnswersPosted" not in by_name(metrics)
 
 
 # ------------------------------------------------------------------ the warmer
@@ -368,24 +387,24 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     job = json.loads(records[0]["body"])
     ack(click("codeask_feedback_down", "U0ALICE", f"{job['channel']}:{job['message_ts']}"))  # vote
     work(records)  # skipped
-    failing = sqs_job_event()["Records"]
-    body = json.loads(failing[0]["body"])
-    failing[0]["body"] = json.dumps(
-        {**body, "repos": ["no-longer-configured"], "event_id": "Ev0GONE01",
-         "message_ts": "1764430200.000100", "thread_ts": "1764430200.000100"}
-    )  # fmt: skip
-    work(failing)  # failed for good
-    stack.sqs().delete_queue(QueueUrl=stack.queue_url)
-    ack(mention_now(**{"event_id": "Ev0LOST01", "event.ts": "1764430100.000100"}))  # ack error
     config = {
         "repos": {
             "billing": {"url": str(stack.repo.path), "branch": "main"},  # as the stack's config
             "gone": {"url": str(stack.tmp / "no")},
         },
-        "channels": {CHANNEL: ["billing"]},
+        "channels": {CHANNEL: ["billing", "gone"]},
     }
     monkeypatch.setenv("CODEASK_CONFIG", json.dumps(config))
     lambdas.reset_settings()
+    failing = sqs_job_event()["Records"]
+    body = json.loads(failing[0]["body"])
+    failing[0]["body"] = json.dumps(
+        {**body, "repos": ["gone"], "event_id": "Ev0GONE01",
+         "message_ts": "1764430200.000100", "thread_ts": "1764430200.000100"}
+    )  # fmt: skip
+    work(failing)  # failed for good: the repo is no repository any more
+    stack.sqs().delete_queue(QueueUrl=stack.queue_url)
+    ack(mention_now(**{"event_id": "Ev0LOST01", "event.ts": "1764430100.000100"}))  # ack error
     warm()
     metrics = emitted(capsys.readouterr().out)
     assert_catalogued(metrics)

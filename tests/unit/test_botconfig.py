@@ -234,3 +234,18 @@ def test_config_errors_are_bad_input() -> None:
     # A wrong configuration is the operator's to fix, reported as such (not a crash)
     with pytest.raises(BadInput):
         BotConfig.load("{}")
+
+
+def test_readable_is_the_channels_current_permission_intersected_with_the_names_given() -> None:
+    # Given two channels with their own repos
+    config = BotConfig.from_dict({
+        "repos": {"a": {"url": "https://h/a.git"}, "b": {"url": "https://h/b.git"},
+                  "c": {"url": "https://h/c.git"}},
+        "channels": {"C0AAAAAAA": ["a", "b"], "C0CCCCCCC": ["c"]},
+    })  # fmt: skip
+    # Then only names the channel may read come back, in the order asked, once each
+    assert [e.name for e in config.readable("C0AAAAAAA", ["b", "c", "a", "b"])] == ["b", "a"]
+    # A repo of another channel, an unknown repo, or an unknown channel gives nothing
+    assert config.readable("C0AAAAAAA", ["c", "zz"]) == []
+    assert config.readable("C0UNKNOWN", ["a"]) == []
+    assert config.readable("C0CCCCCCC", []) == []

@@ -729,6 +729,28 @@ def test_lock_timeout_falls_back_to_the_current_mirror(
     assert result.stale.reason == "another sync held the lock"
 
 
+def test_warming_while_another_sync_holds_the_lock_counts_as_success(
+    store: MirrorStore, served: Upstream
+) -> None:
+    # Given a synced mirror, a new upstream commit, and another sync stuck holding the lock
+    spec = RepoSpec.parse(served.url)
+    good = store.sync(spec)
+    served.commit({"new.txt": "new\n"})
+    child = _start_hanging_sync(store, served.url)
+    try:
+        impatient = MirrorStore(
+            store.mirror_root, store.snapshot_root, DenyList(), lock_timeout_s=0.5
+        )
+
+        # When the scheduled warmer cannot get the lock in time
+        warmed = impatient.warm(spec)
+    finally:
+        _kill(child)
+
+    # Then it reports the mirror's current commit instead of an outage: the other sync is fetching
+    assert warmed == good.sha
+
+
 def test_lock_timeout_without_a_mirror_is_unavailable(store: MirrorStore, served: Upstream) -> None:
     # Given a first-ever sync stuck holding the lock
     child = _start_hanging_sync(store, served.url)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from codeask.errors import ConfigError
@@ -12,6 +14,16 @@ from codeask.errors import ConfigError
 # Used with fullmatch: "$" would also accept a trailing newline.
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _CHANNEL_RE = re.compile(r"[CG][A-Z0-9]{6,}")
+
+
+class Refusal(StrEnum):
+    """Why a question was not answered for who asked or where: the reply, and a metric's Reason."""
+
+    DM = "dm"  # a direct or group message: not every reader may see the code
+    SHARED = "shared"  # a Slack Connect channel, shared with another organisation
+    TEAM = "team"  # the asker is not from the configured workspace
+    CHANNEL = "channel"  # the channel is not in CODEASK_CONFIG
+    REPOS = "repos"  # the channel may no longer read any repo the job names
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,20 @@ class BotConfig:
     def repos_for(self, channel: str) -> list[RepoEntry] | None:
         names = self.channels.get(channel)
         return None if names is None else [self.repos[n] for n in names]
+
+    def readable(self, channel: str, names: Iterable[str]) -> list[RepoEntry]:
+        """The repos among `names` that `channel` may read now, in the order given.
+
+        The one access check for every place that reads code on a channel's behalf: a queued job,
+        a thread's earlier turns, an exported vote. What a message claims is never trusted to
+        widen what the channel's current permission allows.
+        """
+        allowed = set(self.channels.get(channel, ()))
+        out: list[RepoEntry] = []
+        for name in names:
+            if name in allowed and name in self.repos and self.repos[name] not in out:
+                out.append(self.repos[name])
+        return out
 
     @classmethod
     def load(cls, raw: str) -> BotConfig:

@@ -147,13 +147,10 @@ def _ask(args: argparse.Namespace) -> int:
             if m.end_line and m.end_line != m.start_line:
                 where += f"-{m.end_line}"
             print(f"  {where}" + (f"  {m.url}" if m.url else ""))
-    parts = getattr(ans.snapshot, "parts", None)
-    where = (
-        ans.snapshot.short_sha if parts else f"{ans.snapshot.repo.name}@{ans.snapshot.short_sha}"
-    )
+    where = ", ".join(f"{name}@{snap.short_sha}" for name, snap in ans.snapshot.parts.items())
     footer = f"\n{where} ({ans.branch}) · {ans.mode}"
     footer += f" · {ans.tool_calls} tool calls · {ans.timings_ms['total'] / 1000:.1f} s"
-    if ans.mode == "claude":
+    if not ans.search_only:
         footer += f" · ${ans.usage['cost_usd']:.3f}"
     print(footer)
     if ans.stale:
@@ -226,7 +223,14 @@ def _feedback_export(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if not settings.table_name:
         raise BadInput("TABLE_NAME is not set: name the deployed stack's StateTableName output")
-    rows = export_cases(StateStore(settings.table_name, clients.aws("dynamodb")).votes())
+    if settings.bot_config is None:
+        raise BadInput(
+            "CODEASK_CONFIG is not set: it says which repos each channel may still read, and an "
+            "answer is exported only while its channel may read them"
+        )
+    rows = export_cases(
+        StateStore(settings.table_name, clients.aws("dynamodb")).votes(), settings.bot_config
+    )
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     if args.out == "-":
         sys.stdout.write(text)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from codeask.botconfig import BotConfig
 
-def export_cases(votes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+
+def export_cases(votes: list[dict[str, Any]], config: BotConfig) -> list[dict[str, Any]]:
     """One eval case per answer whose latest vote from someone was 👎, most-downvoted first.
 
     `expected` is left empty: the people who know the code fill in the right `path`/`line`;
     `codeask eval` still reports invented paths, tool calls and tokens for unfilled cases.
+    An answer quotes the code it read, so it is exported only while its channel may still read
+    every repo it was about (`config`, the one access policy); the others are left out.
     """
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for v in sorted(votes, key=lambda v: v["voted_at"]):
@@ -18,9 +22,13 @@ def export_cases(votes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (key, user), v in latest.items():
         if v["vote"] != "down":
             continue
+        channel = key.partition(":")[0]
+        repos = [r for r in str(v.get("repos", "")).split(",") if r]
+        if not repos or len(config.readable(channel, repos)) < len(repos):
+            continue
         case = by_answer.setdefault(key, {
             "id": "feedback-" + key.replace(":", "-"),
-            "repo": str(v.get("repos", "")).split(",")[0],
+            "repo": repos[0],
             "question": v.get("question", ""),
             "expected": [],
             "answer": v.get("answer", ""),

@@ -16,7 +16,6 @@ from codeask.relevance import enclosing_scope
 from codeask.ripgrep import clean_text, find_rg
 from codeask.search import RAW_MATCH_CAP, FileHits, SearchOutcome, search
 from codeask.snapshot import Snapshot
-from codeask.workspace import Workspace
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
 SEARCH_MAX_CHARS = 9000
@@ -166,7 +165,7 @@ class Toolbox:
             )
         }
 
-        if isinstance(snapshot, Workspace):
+        if len(snapshot.parts) > 1:
             self._add_repo_argument(list(snapshot.parts))
 
     def _add_repo_argument(self, names: list[str]) -> None:
@@ -205,9 +204,7 @@ class Toolbox:
                 raise ToolRefused(f"unknown tool {name!r}; the tools are {', '.join(self.tools)}")
             _check_args(tool, args)
             raw = tool.run(args)
-        except ToolRefused as e:
-            raw, is_error = f"Error: {e}", True
-        except CodeaskError as e:
+        except CodeaskError as e:  # ToolRefused and every other expected failure
             raw, is_error = f"Error: {e}", True
         redaction = self.gate.apply(raw)
         elapsed = (time.monotonic() - started) * 1000
@@ -265,7 +262,7 @@ class Toolbox:
     ) -> SearchOutcome:
         """One search over the snapshot, or over every repo of a workspace at once, merged."""
         snap = self.snapshot
-        if not isinstance(snap, Workspace):
+        if len(snap.parts) == 1:
             return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]

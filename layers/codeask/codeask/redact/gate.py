@@ -37,9 +37,9 @@ def _run(scanner: Scanner, text: str, future: Future[tuple[str, dict[str, int]]]
         return
     try:
         future.set_result(scanner(text))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - handed to the caller, which withholds the text
         future.set_exception(exc)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - the future is settled however the scan ended
         future.set_exception(_ScannerAborted(exc))
 
 
@@ -61,7 +61,7 @@ class RedactionGate:
             return self._withhold(f"the secret scanner timed out after {self.timeout_s:g}s")
         except _ScannerAborted as exc:
             return self._withhold(f"the secret scanner failed ({exc.type_name})")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a scanner that fails withholds, never leaks
             return self._withhold(f"the secret scanner failed ({type(exc).__name__})")
         # Lines masked before the result was built (Toolbox.lines masks whole files) arrive as
         # markers: they were kept from the model all the same, so they count here.

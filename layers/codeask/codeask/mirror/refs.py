@@ -1,0 +1,77 @@
+"""Which ref a spec names: picking the branch or tag from a remote's heads, and reading it back."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import pygit2
+
+from codeask.errors import BadInput
+from codeask.mirror.spec import RepoSpec, redact_url
+
+# A tag's commit is kept under a local branch of this prefix, so one code path serves both.
+TAG_PREFIX = "tags/"
+
+
+def local_head(repo: pygit2.Repository, branch: str) -> pygit2.Oid | None:
+    """The commit the repository's own branch `branch` points at, if it has one."""
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is None:
+        return None
+    target = ref.target
+    return target if isinstance(target, pygit2.Oid) else None
+
+
+def pick_ref(spec: RepoSpec, heads: list[Any]) -> tuple[str, str, pygit2.Oid]:
+    """(local key, remote ref, commit) for the spec's branch or tag, or the remote's default."""
+    branches: dict[str, pygit2.Oid] = {}
+    tags: dict[str, pygit2.Oid] = {}
+    head = None
+    for h in heads:
+        if h.name == "HEAD":
+            head = h
+        elif h.name and h.name.startswith("refs/heads/"):
+            branches[h.name[len("refs/heads/") :]] = h.oid
+        elif h.name and h.name.startswith("refs/tags/"):
+            name = h.name[len("refs/tags/") :]
+            if name.endswith("^{}"):
+                tags[name[:-3]] = h.oid  # the commit an annotated tag points at wins
+            else:
+                tags.setdefault(name, h.oid)
+    shown = redact_url(spec.url)
+    if spec.branch is not None:
+        if spec.branch in branches:
+            return spec.branch, f"refs/heads/{spec.branch}", branches[spec.branch]
+        if spec.branch in tags:
+            return f"{TAG_PREFIX}{spec.branch}", f"refs/tags/{spec.branch}", tags[spec.branch]
+        raise BadInput(
+            f"no branch or tag {spec.branch!r} was found on {shown}; {_some(branches, spec)}"
+        )
+    if head is not None:
+        target = head.symref_target or ""
+        if target.startswith("refs/heads/") and target[len("refs/heads/") :] in branches:
+            name = target[len("refs/heads/") :]
+            return name, target, branches[name]
+        # Servers that do not advertise the symref: the branch HEAD points at by commit.
+        same = sorted(b for b, oid in branches.items() if oid == head.oid)
+        for preferred in ("main", "master"):
+            if preferred in same:
+                return preferred, f"refs/heads/{preferred}", branches[preferred]
+        if same:
+            return same[0], f"refs/heads/{same[0]}", branches[same[0]]
+    raise BadInput(
+        f"{shown} has no default branch (its HEAD is not on a branch, or it is empty); "
+        f"name a branch. {_some(branches)}"
+    )
+
+
+def _some(branches: dict[str, pygit2.Oid], spec: RepoSpec | None = None, limit: int = 8) -> str:
+    if not branches:
+        return "the remote has no branches"
+    names = sorted(branches)
+    close = difflib.get_close_matches(spec.branch, names, n=3) if spec and spec.branch else []
+    pick = close + [n for n in names if n not in close]
+    more = len(names) - limit
+    listed = ", ".join(pick[:limit]) + (f" and {more} more" if more > 0 else "")
+    return f"branches there include: {listed}"
