@@ -126,12 +126,8 @@ def pem_blocks(lines: list[str]) -> list[tuple[int, int]]:
 
 def private_key_lines(lines: list[str]) -> set[int]:
     """0-based indices of lines that are inside a PEM private-key block (BEGIN line, body lines,
-    END line).
-
-    A block with a BEGIN but no END runs to the end of the list. Used by callers that show a
-    slice of a file (read_file starting mid-block, search hits on a body line): they compute spans
-    over the WHOLE file and redact those lines even when the BEGIN line is outside the slice.
-    """
+    END line) of a whole file; a block with a BEGIN but no END runs to the end of the list.
+    (mask_file masks these lines, among others, before any slice of a file is shown.)"""
     stripped = [line.rstrip("\r\n") for line in lines]
     return {i for first, last in pem_blocks(stripped) for i in range(first, last + 1)}
 
