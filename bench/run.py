@@ -101,7 +101,9 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     tree = make_corpus(OUT / "corpus10k")
     print(f"corpus: {tree} ({sum(1 for _ in tree.rglob('*.py'))} files)", file=sys.stderr)
-    rows = bench_search(tree) + bench_imports()
+    import bench_redact
+
+    rows = bench_search(tree) + bench_imports() + bench_redact.run()
     try:
         import bench_sync
 

@@ -306,6 +306,45 @@ def test_read_starting_inside_a_private_key_block_redacts_the_body(
         assert line not in hit.text
 
 
+def test_config_secrets_are_masked_with_exact_line_numbers(tree: Path, toolbox: Toolbox) -> None:
+    # Given a Kubernetes manifest: an env password on line 7, a Secret's data 30 lines below its
+    # kind: line, and a token continued over two lines of a shell script
+    password = "Tr0ub4dor" + "-and-3"
+    data = "c2VjcmV0" + "LXZhbHVl"
+    filler = [f"    note{i}: {i}" for i in range(30)]
+    manifest = [
+        "apiVersion: apps/v1", "kind: Deployment", "spec:", "  containers:", "    - env:",
+        "        - name: DB_PASSWORD", f"          value: {password}", "---", "kind: Secret",
+        "metadata:", "  annotations:", *filler, "data:", f"  password: {data}", "type: Opaque",
+    ]  # fmt: skip
+    write(tree, "k8s/app.yaml", "\n".join(manifest) + "\n")
+    token = "Xk9f" + "j2Lq8mZp" + "4Rt7"
+    write(tree, "ops/deploy.sh", f"#!/bin/sh\nexport X_TOKEN={token[:6]}\\\n{token[6:]}\nrun\n")
+
+    # When the model reads part of the manifest, searches for the Secret's key and reads the script
+    read = toolbox.run("read_file", {"path": "k8s/app.yaml", "start_line": 6, "end_line": 7})
+    tail = toolbox.run("read_file", {"path": "k8s/app.yaml", "start_line": 42})
+    hit = toolbox.run("search_code", {"pattern": "password:"})
+    script = toolbox.run("read_file", {"path": "ops/deploy.sh", "start_line": 3})
+
+    # Then each secret is masked on the line it sits on, and every line number is the file's own
+    assert read.text.splitlines()[1:] == [
+        "6          - name: DB_PASSWORD",
+        "7            value: [REDACTED:secret-assignment]",
+    ]
+    assert tail.text.splitlines()[1:] == [
+        "42  data:",
+        "43    password: [REDACTED:kubernetes-secret]",
+        "44  type: Opaque",
+    ]
+    assert ">    43    password: [REDACTED:kubernetes-secret]" in hit.text
+    assert script.text.splitlines()[1:] == ["3  [REDACTED:secret-assignment]", "4  run"]
+    for result in (read, tail, hit, script):
+        for secret in (password, data, token[6:]):
+            assert secret not in result.text
+    assert toolbox.redactions == {"secret-assignment": 2, "kubernetes-secret": 2}
+
+
 # -- list_files ----------------------------------------------------------------------------------
 
 

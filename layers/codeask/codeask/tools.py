@@ -11,7 +11,7 @@ from typing import Any
 
 from codeask.errors import CodeaskError, ToolRefused
 from codeask.pathglob import compile_glob
-from codeask.redact import REDACTED, RedactionGate, private_key_lines
+from codeask.redact import RedactionGate, mask_file
 from codeask.search import (
     BUDGET,
     RAW_MATCH_CAP,
@@ -230,7 +230,8 @@ class Toolbox:
     # -- file access shared by the tools ---------------------------------------------------------
 
     def lines(self, rel: str) -> list[str] | None:
-        """A text file's lines with private-key blocks masked, or None for a binary file."""
+        """A text file's lines with the secrets only the whole file shows masked (mask_file), or
+        None for a binary file; every slice the tools show is cut from these."""
         if rel in self._lines_cache:
             return self._lines_cache[rel]
         _, real = self.snapshot.resolve(rel)
@@ -241,9 +242,7 @@ class Toolbox:
             raw = data.split(b"\n") if data else []
             if raw and raw[-1] == b"":
                 raw.pop()
-            out = [clean_text(r) for r in raw]
-            for i in private_key_lines(out):
-                out[i] = REDACTED.format(kind="private-key")
+            out, _ = mask_file([clean_text(r) for r in raw], rel)
         self._lines_cache[rel] = out
         return out
 
