@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "codeask"))
 
 from codeask.redact import mask_file, scan  # noqa: E402
-from codeask.ripgrep import clean_text  # noqa: E402
+from codeask.search.ripgrep import clean_text  # noqa: E402
 
 # The last commit with the single-module scanner (codeask/redact.py); its scan() is the baseline.
 BASELINE_COMMIT = "2f83ca006f3a93af73454cd9c701c4e3f4465dcc"

@@ -337,7 +337,7 @@ def test_config_secrets_are_masked_with_exact_line_numbers(tree: Path, toolbox: 
         "43    password: [REDACTED:kubernetes-secret]",
         "44  type: Opaque",
     ]
-    assert ">    43    password: [REDACTED:kubernetes-secret]" in hit.text
+    assert "D 43    password: [REDACTED:kubernetes-secret]" in hit.text.splitlines()
     assert script.text.splitlines()[1:] == ["3  [REDACTED:secret-assignment]", "4  run"]
     for result in (read, tail, hit, script):
         for secret in (password, data, token[6:]):
