@@ -2,10 +2,12 @@
 
 from typing import Any
 
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from codeask.doctor import collect_checks, summary
 
 
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     checks = collect_checks()
     return {
         "ok": all(c.ok for c in checks),

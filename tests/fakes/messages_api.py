@@ -527,7 +527,7 @@ class FakeMessagesAPI(LoopbackServer):
             number = len(self.requests)
         try:
             answer = self._answer(handler.command, recorded, parsed, number)
-        except Exception as exc:  # a bug in the fake must surface in the test, not hang it
+        except Exception as exc:  # noqa: BLE001 - a bug in the fake must surface in the test, not hang it
             answer = _error(500, f"fake Messages API internal error on request #{number}: {exc!r}")
         request_id = _new_id("req")
         if answer.body.get("type") == "error":
@@ -596,7 +596,7 @@ class FakeMessagesAPI(LoopbackServer):
             # Outside the lock: a script callable may be slow or inspect the fake.
             try:
                 step = script(copy.deepcopy(body))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - reported to the test as a 500
                 return _error(
                     500, f"FakeMessagesAPI script callable raised on request #{number}: {exc!r}"
                 )

@@ -361,3 +361,33 @@ def test_cost_budget_stops_the_loop(tmp_path: Path, repo: Any, fake: Any) -> Non
     assert len(fake.requests) == 2 and ans.stopped_early == "cost"
     assert ans.text.startswith("_Stopped early (it reached the cost limit)")
     assert ans.usage["cost_usd"] >= 0.03
+
+
+def test_an_answer_cut_at_the_output_limit_says_it_stopped_early(
+    tmp_path: Path, repo: Any, fake: Any
+) -> None:
+    # Given a model whose answer runs into max_tokens
+    fake.script = [
+        Reply([text("Retries are in `billing/worker.py:6`, and")], stop_reason="max_tokens")
+    ]
+    ans = ask("Where is retry?", spec(repo), settings_for(tmp_path, fake))
+    # Then what it wrote is the answer, marked as cut short by the output budget
+    assert ans.stopped_early == "output" and ans.usage["rounds"] == 1
+    assert ans.text.startswith("_Stopped early (it reached the answer-length limit)")
+    assert ans.text.endswith("Retries are in `billing/worker.py:6`, and")
+
+
+def test_a_final_round_with_no_text_answers_with_what_was_looked_at(
+    tmp_path: Path, repo: Any, fake: Any
+) -> None:
+    # Given a model that searches, then writes nothing when it must answer
+    def script(body: dict[str, Any]) -> Reply:
+        if body.get("tool_choice") == {"type": "none"}:
+            return Reply([text(" ")])
+        return Reply([tool_use("search_code", {"pattern": "retry_job"})])
+
+    fake.script = script
+    ans = ask("Where is retry?", spec(repo), settings_for(tmp_path, fake, CODEASK_MAX_ROUNDS="2"))
+    # Then the reply lists the search it ran instead of an empty answer
+    assert len(fake.requests) == 2 and ans.stopped_early == "rounds"
+    assert "• searched for `retry_job`" in ans.text

@@ -127,7 +127,8 @@ def test_tool_prints_exactly_what_the_model_receives(repo, env: dict[str, str]) 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("1 match in 1 file for `def retry_job`")
-    assert ">     6  def retry_job(job, policy: RetryPolicy):" in done.stdout
+    assert "\nD  6  def retry_job(job, policy: RetryPolicy):\n" in done.stdout
+    assert "time.sleep(policy.backoff(attempt))" in done.stdout  # a small function comes whole
     denied = codeask("tool", "read_file", '{"path": ".env"}', "--repo", str(repo.path), env=env)
     assert (
         denied.returncode == 1 and "deny-list" in denied.stdout and "hunter2" not in denied.stdout

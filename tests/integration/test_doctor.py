@@ -183,7 +183,24 @@ def test_bad_settings_value(doctor: Doctor) -> None:
     assert line(lines, "– model") == "– model — skipped: the settings did not parse"
     assert line(lines, "✓ config").startswith("✓ config — 2 repos")
     assert line(lines, "✓ git backend")
-    assert lines[-1] == "2 checks passed, 1 failed (10 not run because an earlier check failed)"
+    assert lines[-1] == "2 checks passed, 1 failed (16 not run because an earlier check failed)"
+
+
+def test_what_is_not_run_is_named_as_a_full_run_names_it(doctor: Doctor) -> None:
+    # Given the checks a good configuration runs, one line each
+    _, good = doctor.run()
+    # When the settings do not parse
+    _, bad = doctor.run(CODEASK_GIT_TIMEOUT_S="soon")
+    # Then every one of them still has its line, in the same order: run, or not run and why
+    assert check_names(bad) == check_names(good)
+    skipped = [ln for ln in bad if ln.startswith("– ")]
+    assert len(skipped) == 16 and all(
+        ln.endswith("skipped: the settings did not parse") for ln in skipped
+    )
+
+
+def check_names(lines: list[str]) -> list[str]:
+    return [ln[2:].split(" — ")[0] for ln in lines[:-1]]
 
 
 def test_bad_config(doctor: Doctor) -> None:

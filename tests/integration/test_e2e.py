@@ -166,6 +166,32 @@ def test_sqs_job_event_file_drives_the_worker(stack: Stack) -> None:
     assert len(bot_replies(stack, "1764430000.000100")) == 1
 
 
+def test_the_delivery_the_queue_would_dead_letter_posts_a_failure_instead(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codeask import lambdas
+
+    # Given a queue that dead-letters a job after two deliveries (the template sets this)
+    monkeypatch.setenv("CODEASK_MAX_RECEIVES", "2")
+    lambdas.reset_settings()
+    model_answers(stack)
+    record = sqs_job_event()["Records"][0]
+
+    def deliver(receives: int) -> dict[str, Any]:
+        # and a Slack that fails the first post of each delivery
+        stack.slack.fail("chat.postMessage", "fatal_error", times=1)
+        attributes = {**record["attributes"], "ApproximateReceiveCount": str(receives)}
+        return work([{**record, "attributes": attributes}])
+
+    # When the first delivery fails, it goes back to the queue, and the thread is still empty
+    assert deliver(1) == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+    assert bot_replies(stack, "1764430000.000100") == []
+    # When the last one fails the same way, it is not handed back: the thread is told instead
+    assert deliver(2) == {"batchItemFailures": []}
+    replies = bot_replies(stack, "1764430000.000100")
+    assert len(replies) == 1 and "something went wrong" in json.dumps(replies[0]["blocks"])
+
+
 def test_an_unknown_job_version_is_reported_as_a_failed_record(stack: Stack) -> None:
     ev = sqs_job_event()
     body = json.loads(ev["Records"][0]["body"])

@@ -129,3 +129,16 @@ def test_the_layer_bytecode_matches_its_sources() -> None:
     out = subprocess.run([exe, "-c", check, str(LAYER)], capture_output=True, text=True)
     # Then none is stale: the runtime would use every one instead of compiling
     assert out.stdout.strip() == "0", out.stdout + out.stderr
+
+
+def test_the_layer_ships_every_grammar_for_arm64() -> None:
+    # The parser and its grammars are native code: each must be the build the function runs on,
+    # and each must be in the layer (nothing is downloaded at run time on Lambda).
+    from codeask.search.languages import GRAMMARS
+
+    py = BUILD / "CodeaskLayer" / "python"
+    for module in {"tree_sitter", *(m for m, _ in GRAMMARS.values())}:
+        binaries = list((py / module).glob("*.so"))
+        assert binaries, f"{module} is missing from the layer"
+        for so in binaries:
+            assert elf_machine(so) == 183, f"{so} is not an aarch64 build"

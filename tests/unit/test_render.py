@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from codeask.answer import Answer
+from codeask.botconfig import Refusal
 from codeask.mirror import StaleNote, UncommittedNote
 from codeask.render import (
+    Failure,
     SlackMessage,
     neutralise,
     render_answer,
@@ -502,16 +504,7 @@ def test_uncommitted_changes_left_out_are_shown(make_answer: MakeAnswer) -> None
 
 # --- failures -----------------------------------------------------------------------------------
 
-FAILURE_KINDS = [
-    "timeout",
-    "error",
-    "refused_channel",
-    "refused_dm",
-    "refused_shared",
-    "refused_team",
-    "not_configured",
-    "empty",  # the worker's answer to a mention with no question in it
-]
+FAILURE_KINDS: list[Failure | Refusal] = [*Failure, *Refusal]
 
 
 @pytest.mark.parametrize("kind", FAILURE_KINDS)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from codeask.settings import Settings
 from fakes.cfn import CfnLoader
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,9 +177,22 @@ def test_the_jobs_queue_looks_its_visibility_up_with_the_worker_timeout(
     assert props(template, "AnswerWorkerFunction")["Timeout"] == ref("WorkerTimeoutSeconds")
 
 
+MAX_RECEIVES = {"Fn::FindInMap": ["Jobs", "Queue", "MaxReceiveCount"]}
+
+
+def max_receives(template: dict[str, Any]) -> int:
+    value = template["Mappings"]["Jobs"]["Queue"]["MaxReceiveCount"]
+    assert isinstance(value, int)
+    return value
+
+
 def test_the_jobs_queue_redrives_to_an_encrypted_dlq(template: dict[str, Any]) -> None:
     queue, dlq = props(template, "JobsQueue"), props(template, "JobsDLQ")
-    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": arn("JobsDLQ"), "maxReceiveCount": 3}
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": arn("JobsDLQ"),
+        "maxReceiveCount": MAX_RECEIVES,
+    }
+    assert max_receives(template) == 3
     assert queue["SqsManagedSseEnabled"] is True and dlq["SqsManagedSseEnabled"] is True
     assert dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
     # A job must be able to fail maxReceiveCount times before it expires, or it never reaches
@@ -186,8 +200,18 @@ def test_the_jobs_queue_redrives_to_an_encrypted_dlq(template: dict[str, Any]) -
     longest = max(
         v["QueueVisibilityTimeout"] for v in template["Mappings"]["WorkerTimeouts"].values()
     )
-    assert queue["MessageRetentionPeriod"] >= 3 * longest
+    assert queue["MessageRetentionPeriod"] >= max_receives(template) * longest
     assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+def test_the_worker_knows_which_delivery_of_a_job_is_its_last(template: dict[str, Any]) -> None:
+    # The worker posts a failure message on the delivery after which SQS dead-letters the job, so
+    # it must count to the queue's maxReceiveCount: both come from the one mapping value.
+    assert env(template, "AnswerWorkerFunction")["CODEASK_MAX_RECEIVES"] == MAX_RECEIVES
+    count = max_receives(template)
+    assert Settings.from_env({"CODEASK_MAX_RECEIVES": str(count)}).max_receives == count
+    # and a run without the template (the CLI, the tests) counts the same
+    assert Settings.from_env({}).max_receives == count
 
 
 def test_the_worker_takes_one_job_at_a_time_and_reports_partial_failures(

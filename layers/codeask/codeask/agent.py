@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from codeask.model import RetryPolicy, Usage, create_message
+from codeask.model import ModelClient, RetryPolicy, Usage, create_message
 from codeask.ops import span
+from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
 
 SYSTEM_PROMPT = """\
@@ -19,8 +21,10 @@ only through read-only tools (search_code, read_file, list_files), all at one pi
 How to work:
 - Start with search_code on the most specific thing in the question: a name, an error message, \
 a setting, a distinctive word. One regex alternation beats several searches \
-(e.g. 'def retry_job|class RetryPolicy|RETRY_'). Results are ranked, grouped by file, and show \
-the enclosing function and some context, so often no read is needed.
+(e.g. 'def retry_job|class RetryPolicy|RETRY_'). Each hit comes with its enclosing function or \
+class (or config key path) and the lines around it, and a small function defined on a hit is \
+shown whole, so often no read is needed. The header says whether every match is listed: a \
+"who calls X" search then names each caller.
 - read_file a line range around a hit (±40 lines), not whole files. list_files shows the layout \
 and confirms a path exists.
 - Follow the trail (imports, callers, configuration) only as far as the question needs. Tool \
@@ -52,6 +56,15 @@ FINAL_ROUND_PROMPT = (
 )
 
 
+class StopReason(StrEnum):
+    """Which budget ended the loop before the model chose to answer (goes out in JSON and logs)."""
+
+    ROUNDS = "rounds"
+    TIME = "time"
+    COST = "cost"
+    OUTPUT = "output"
+
+
 @dataclass(frozen=True)
 class Budget:
     """Limits for one answer; `deadline` is a time.monotonic() value (the Lambda's, minus a margin)."""
@@ -77,7 +90,7 @@ class LoopResult:
     text: str
     rounds: int
     usage: Usage
-    stopped_early: str | None = None  # "rounds", "time", "cost" or "output" when a budget ended it
+    stopped_early: StopReason | None = None
     ran_out: bool = False  # the deadline left no room even for a final answer
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -87,15 +100,15 @@ ProgressFn = Callable[[str], None]
 
 def repo_context(toolbox: Toolbox, branch: str | None) -> str:
     """What the model is told about the repository before the question: saves a list_files call."""
-    parts = getattr(toolbox.snapshot, "parts", None)
-    if parts:
+    parts = toolbox.snapshot.parts
+    if len(parts) > 1:
         return "Several repositories, each a top-level directory named after it:\n" + "\n".join(
             "- " + _one_repo(snap, None, prefix=f"{name}/") for name, snap in parts.items()
         )
     return _one_repo(toolbox.snapshot, branch)
 
 
-def _one_repo(snap: Any, branch: str | None, prefix: str = "") -> str:
+def _one_repo(snap: Snapshot, branch: str | None, prefix: str = "") -> str:
     top: dict[str, int] = {}
     for f in snap.files:
         head, sep, _ = f.partition("/")
@@ -114,7 +127,7 @@ def _one_repo(snap: Any, branch: str | None, prefix: str = "") -> str:
     )
 
 
-def _message_blocks(content: list[Any]) -> list[dict[str, Any]]:
+def _message_blocks(content: Sequence[Any]) -> list[dict[str, Any]]:
     """The assistant's content as plain dicts, the shape the API takes back in the history."""
     out: list[dict[str, Any]] = []
     for block in content:
@@ -153,7 +166,7 @@ def _mark_cache(messages: list[dict[str, Any]]) -> None:
 
 
 def run_loop(
-    client: Any,
+    client: ModelClient,
     model: str,
     toolbox: Toolbox,
     question: str,
@@ -167,92 +180,141 @@ def run_loop(
     max_parallel_tools: int = 4,
 ) -> LoopResult:
     """Drive the model until it answers or a budget ends it. Raises ModelUnavailable/ModelRejected."""
-    budget = budget or Budget()
-    notify = on_event or (lambda _m: None)
-    started = time.monotonic()
-    deadline = budget.deadline if budget.deadline is not None else started + 300.0
-    usage = Usage()
-    tools_ms = 0.0
-    system = [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}]
-    messages: list[dict[str, Any]] = []
-    for turn in history or []:
-        messages.append({"role": "user", "content": f"Question: {turn.question}"})
-        messages.append(
-            {"role": "assistant", "content": f"(answer read commit {turn.sha[:12]})\n{turn.answer}"}
-        )
-    messages.append(
-        {"role": "user", "content": f"{repo_context(toolbox, branch)}\n\nQuestion: {question}"}
+    loop = _Loop(
+        client,
+        model,
+        toolbox,
+        budget or Budget(),
+        price=price,
+        notify=on_event or (lambda _m: None),
+        retry=retry,
+        max_parallel_tools=max_parallel_tools,
     )
-    tool_defs = toolbox.definitions()
-    stopped: str | None = None
-    rounds = 0
-    texts: list[str] = []
-
-    def done(text: str, *, ran_out: bool = False) -> LoopResult:
-        total = (time.monotonic() - started) * 1000
-        return LoopResult(
-            text=text,
-            rounds=rounds,
-            usage=usage,
-            stopped_early=stopped,
-            ran_out=ran_out,
-            timings_ms={
-                "loop": total,
-                "model": usage.model_ms,
-                "tools": tools_ms,
-                "overhead": max(0.0, total - usage.model_ms - tools_ms),
-            },
-        )
-
+    loop.open(question, branch, history or [])
     while True:
-        left = deadline - time.monotonic()
-        final = stopped is not None
-        if not final:
-            if rounds >= budget.max_rounds - 1 and rounds > 0:
-                stopped = "rounds"
-            elif left < budget.final_reserve_s and rounds > 0:
-                stopped = "time"
-            elif budget.max_cost_usd is not None and usage.cost_usd >= budget.max_cost_usd:
-                stopped = "cost"
-            if stopped is not None:
-                final = True
-                _add_user_text(messages, FINAL_ROUND_PROMPT.format(reason=_REASONS[stopped]))
-        if left < (retry or RetryPolicy()).min_call_s:
-            stopped = stopped or "time"
-            return done(_ran_out_text(toolbox, texts), ran_out=True)
-        _mark_cache(messages)
+        left = loop.deadline - time.monotonic()
+        final = loop.check_budget(left)
+        if left < loop.min_call_s:
+            return loop.ran_out()
+        reply = loop.query(final=final)
+        if final or not reply.calls:
+            return loop.answer(reply)
+        loop.run_tools(reply.calls)
+
+
+@dataclass
+class _Reply:
+    """One model reply, as the plain blocks that also went into the conversation."""
+
+    blocks: list[dict[str, Any]]
+    stop_reason: str | None
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return [b for b in self.blocks if b["type"] == "tool_use"]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b["text"] for b in self.blocks if b["type"] == "text").strip()
+
+
+class _Loop:
+    """One question's conversation with the model, in named steps: check the budget, query the
+    model, run the tools it asked for, and answer. `answer` is the one step that makes the final
+    text; everything before it only gathers evidence."""
+
+    def __init__(
+        self,
+        client: ModelClient,
+        model: str,
+        toolbox: Toolbox,
+        budget: Budget,
+        *,
+        price: dict[str, float],
+        notify: ProgressFn,
+        retry: RetryPolicy | None,
+        max_parallel_tools: int,
+    ) -> None:
+        self.started = time.monotonic()
+        self.client, self.model, self.toolbox, self.budget = client, model, toolbox, budget
+        self.price, self.notify, self.retry = price, notify, retry
+        self.max_parallel_tools = max_parallel_tools
+        self.deadline = budget.deadline if budget.deadline is not None else self.started + 300.0
+        self.min_call_s = (retry or RetryPolicy()).min_call_s
+        self.usage = Usage()
+        self.tools_ms = 0.0
+        self.system = [
+            {"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}
+        ]
+        self.tool_defs = toolbox.definitions()
+        self.messages: list[dict[str, Any]] = []
+        self.stopped: StopReason | None = None
+        self.rounds = 0
+        self.texts: list[str] = []  # every non-empty text the model wrote, for a ran-out reply
+
+    def open(self, question: str, branch: str | None, history: list[Turn]) -> None:
+        """The thread's earlier turns, then the repository's outline and the question."""
+        for turn in history:
+            self.messages.append({"role": "user", "content": f"Question: {turn.question}"})
+            self.messages.append(
+                {"role": "assistant",
+                 "content": f"(answer read commit {turn.sha[:12]})\n{turn.answer}"}
+            )  # fmt: skip
+        context = repo_context(self.toolbox, branch)
+        self.messages.append({"role": "user", "content": f"{context}\n\nQuestion: {question}"})
+
+    def check_budget(self, left: float) -> bool:
+        """Whether the next round must be the last; the first time, the model is told to answer."""
+        if self.stopped is not None:
+            return True
+        budget = self.budget
+        if self.rounds >= budget.max_rounds - 1 and self.rounds > 0:
+            self.stopped = StopReason.ROUNDS
+        elif left < budget.final_reserve_s and self.rounds > 0:
+            self.stopped = StopReason.TIME
+        elif budget.max_cost_usd is not None and self.usage.cost_usd >= budget.max_cost_usd:
+            self.stopped = StopReason.COST
+        if self.stopped is None:
+            return False
+        _add_user_text(self.messages, FINAL_ROUND_PROMPT.format(reason=_REASONS[self.stopped]))
+        return True
+
+    def query(self, *, final: bool) -> _Reply:
+        """One model round over the whole conversation (no tools on the final one); the reply
+        joins the conversation."""
+        _mark_cache(self.messages)
         request: dict[str, Any] = {
-            "model": model,
-            "max_tokens": budget.max_output_tokens,
-            "system": system,
-            "tools": tool_defs,
-            "messages": messages,
+            "model": self.model,
+            "max_tokens": self.budget.max_output_tokens,
+            "system": self.system,
+            "tools": self.tool_defs,
+            "messages": self.messages,
         }
         if final:
             request["tool_choice"] = {"type": "none"}
         t0 = time.monotonic()
-        with span(f"model round {rounds + 1}"):
+        with span(f"model round {self.rounds + 1}"):
             response = create_message(
-                client, request, deadline=deadline, policy=retry, on_retry=notify
-            )
-        usage.add(response.usage, price, (time.monotonic() - t0) * 1000)
-        rounds += 1
+                self.client, request, deadline=self.deadline, policy=self.retry,
+                on_retry=self.notify,
+            )  # fmt: skip
+        self.usage.add(response.usage, self.price, (time.monotonic() - t0) * 1000)
+        self.rounds += 1
         blocks = _message_blocks(response.content)
-        texts.extend(b["text"] for b in blocks if b["type"] == "text" and b["text"].strip())
-        calls = [b for b in blocks if b["type"] == "tool_use"]
-        messages.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "…"}]})
-        if not calls or final:
-            text = "\n".join(b["text"] for b in blocks if b["type"] == "text").strip()
-            if response.stop_reason == "max_tokens":
-                stopped = stopped or "output"
-            if not text:
-                text = _ran_out_text(toolbox, texts)
-            return done(text)
+        self.texts.extend(b["text"] for b in blocks if b["type"] == "text" and b["text"].strip())
+        self.messages.append(
+            {"role": "assistant", "content": blocks or [{"type": "text", "text": "…"}]}
+        )
+        return _Reply(blocks, response.stop_reason)
+
+    def run_tools(self, calls: list[dict[str, Any]]) -> None:
+        """The calls run in parallel; their results go back as one turn, in the order asked."""
         t1 = time.monotonic()
-        with ThreadPoolExecutor(max_workers=max(1, min(max_parallel_tools, len(calls)))) as pool:
-            results = list(pool.map(lambda c: _traced_tool(toolbox, c), calls))
-        tools_ms += (time.monotonic() - t1) * 1000
-        messages.append(
+        workers = max(1, min(self.max_parallel_tools, len(calls)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(lambda c: _traced_tool(self.toolbox, c), calls))
+        self.tools_ms += (time.monotonic() - t1) * 1000
+        self.messages.append(
             {
                 "role": "user",
                 "content": [
@@ -267,13 +329,47 @@ def run_loop(
             }
         )
 
+    def answer(self, reply: _Reply) -> LoopResult:
+        """The final text: the model's last words, or what was looked at if it wrote none."""
+        if reply.stop_reason == "max_tokens":
+            self.stopped = self.stopped or StopReason.OUTPUT
+        return self._result(reply.text or _ran_out_text(self.toolbox, self.texts))
+
+    def ran_out(self) -> LoopResult:
+        """Too little time for even one more call: an honest reply from what was seen so far."""
+        self.stopped = self.stopped or StopReason.TIME
+        return self._result(_ran_out_text(self.toolbox, self.texts), ran_out=True)
+
+    def _result(self, text: str, *, ran_out: bool = False) -> LoopResult:
+        total = (time.monotonic() - self.started) * 1000
+        usage, tools_ms = self.usage, self.tools_ms
+        return LoopResult(
+            text=text,
+            rounds=self.rounds,
+            usage=usage,
+            stopped_early=self.stopped,
+            ran_out=ran_out,
+            timings_ms={
+                "loop": total,
+                "model": usage.model_ms,
+                "tools": tools_ms,
+                "overhead": max(0.0, total - usage.model_ms - tools_ms),
+            },
+        )
+
 
 def _traced_tool(toolbox: Toolbox, call: dict[str, Any]) -> Any:
     with span(f"tool {call['name']}"):
         return toolbox.run(call["name"], call["input"])
 
 
-_REASONS = {"rounds": "tool-call", "time": "time", "cost": "cost", "output": "output"}
+# How the final-round prompt names the budget that ran out.
+_REASONS = {
+    StopReason.ROUNDS: "tool-call",
+    StopReason.TIME: "time",
+    StopReason.COST: "cost",
+    StopReason.OUTPUT: "output",
+}
 
 
 def _ran_out_text(toolbox: Toolbox, texts: list[str]) -> str:

@@ -8,14 +8,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from codeask import search_only
-from codeask.agent import Budget, Turn, run_loop
+from codeask.agent import Budget, StopReason, Turn, run_loop
 from codeask.errors import BadInput
 from codeask.mirror import TAG_PREFIX, MirrorStore, RepoSpec, StaleNote, UncommittedNote, redact_url
 from codeask.mirror.spec import is_local
-from codeask.model import ModelUnavailable, Usage, make_client, price_for, prices
+from codeask.model import ModelClient, ModelUnavailable, Usage, make_client, price_for, prices
 from codeask.ops import span
 from codeask.permalinks import commit_link
 from codeask.redact import RedactionGate
@@ -26,11 +27,18 @@ from codeask.verify import Verification, verify_answer, warning_text
 from codeask.workspace import Workspace
 
 
+class Mode(StrEnum):
+    """Who wrote the answer: the model, or the search-only fallback (goes out in JSON and logs)."""
+
+    CLAUDE = "claude"
+    SEARCH_ONLY = "search-only"
+
+
 @dataclass
 class Answer:
     question: str
     text: str  # the answer as written, before warnings are added
-    mode: str  # "claude" or "search-only"
+    mode: Mode
     snapshot: Snapshot
     branch: str
     verification: Verification
@@ -40,7 +48,7 @@ class Answer:
     usage: dict[str, Any] = field(default_factory=dict)
     stale: StaleNote | None = None
     redactions: dict[str, int] = field(default_factory=dict)
-    stopped_early: str | None = None
+    stopped_early: StopReason | None = None
     model: str | None = None
     fetched: bool = False  # the sync fetched new commits
     model_fallback: bool = False  # the model was unavailable and search-only stood in
@@ -48,14 +56,19 @@ class Answer:
     uncommitted: list[UncommittedNote] = field(default_factory=list)
 
     @property
+    def search_only(self) -> bool:
+        """Whether the search-only fallback wrote it (no model, or the model was unavailable)."""
+        return self.mode == Mode.SEARCH_ONLY
+
+    @property
     def warning(self) -> str | None:
         return warning_text(self.verification, self.searches)
 
     def to_json(self) -> dict[str, Any]:
-        parts = getattr(self.snapshot, "parts", None) or {self.snapshot.repo.name: self.snapshot}
+        parts = self.snapshot.parts
 
         def where(path: str) -> tuple[str, str]:
-            if not parts or len(parts) == 1:
+            if len(parts) == 1:
                 return self.snapshot.repo.name, path
             name, _, rest = path.partition("/")
             return (name, rest) if name in parts else ("", path)
@@ -253,7 +266,7 @@ def ask(
     on_event: Callable[[str], None] | None = None,
     history: list[Turn] | None = None,
     deadline: float | None = None,
-    client: Any = None,
+    client: ModelClient | None = None,
 ) -> Answer:
     """Answer `question` about `spec`; `deadline` is a time.monotonic() value (Lambda's, minus a margin)."""
     started = time.monotonic()
@@ -286,10 +299,10 @@ def ask(
         search_timeout_s=settings.search_timeout_s,
         on_event=on_event,
     )
-    mode = "search-only"
+    mode = Mode.SEARCH_ONLY
     usage = Usage()
     rounds = 0
-    stopped: str | None = None
+    stopped: StopReason | None = None
     loop_timings: dict[str, float] = {}
     reason = "no model key is configured"
     text: str | None = None
@@ -312,7 +325,7 @@ def ask(
                 on_event=on_event,
             )
             mode, usage, rounds, stopped = (
-                "claude",
+                Mode.CLAUDE,
                 result.usage,
                 result.rounds,
                 result.stopped_early,
@@ -340,7 +353,7 @@ def ask(
         branch=branch,
         verification=verification,
         searches=list(toolbox.searches),
-        tool_calls=len(toolbox.calls) + (len(toolbox.searches) if mode == "search-only" else 0),
+        tool_calls=len(toolbox.calls) + (len(toolbox.searches) if mode == Mode.SEARCH_ONLY else 0),
         timings_ms={
             "sync": (t_sync - started) * 1000,
             "answer": (t_answer - t_sync) * 1000,
@@ -353,16 +366,16 @@ def ask(
         stale=stale,
         redactions=toolbox.redactions,
         stopped_early=stopped,
-        model=settings.model if mode == "claude" else None,
+        model=settings.model if mode == Mode.CLAUDE else None,
         fetched=fetched,
-        model_fallback=settings.has_model and mode == "search-only",
+        model_fallback=settings.has_model and mode == Mode.SEARCH_ONLY,
         uncommitted=read.uncommitted,
     )
 
 
 _STOP_WORDS = {
-    "rounds": "it reached the tool-call limit",
-    "time": "it ran short of time",
-    "cost": "it reached the cost limit",
-    "output": "it reached the answer-length limit",
+    StopReason.ROUNDS: "it reached the tool-call limit",
+    StopReason.TIME: "it ran short of time",
+    StopReason.COST: "it reached the cost limit",
+    StopReason.OUTPUT: "it reached the answer-length limit",
 }

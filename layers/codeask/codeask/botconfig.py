@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from codeask.errors import ConfigError
@@ -13,6 +14,16 @@ from codeask.errors import ConfigError
 # Used with fullmatch: "$" would also accept a trailing newline.
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _CHANNEL_RE = re.compile(r"[CG][A-Z0-9]{6,}")
+
+
+class Refusal(StrEnum):
+    """Why a question was not answered for who asked or where: the reply, and a metric's Reason."""
+
+    DM = "dm"  # a direct or group message: not every reader may see the code
+    SHARED = "shared"  # a Slack Connect channel, shared with another organisation
+    TEAM = "team"  # the asker is not from the configured workspace
+    CHANNEL = "channel"  # the channel is not in CODEASK_CONFIG
+    REPOS = "repos"  # the channel may no longer read any repo the job names
 
 
 @dataclass(frozen=True)

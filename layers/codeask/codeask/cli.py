@@ -153,13 +153,10 @@ def _ask(args: argparse.Namespace) -> int:
             if m.end_line and m.end_line != m.start_line:
                 where += f"-{m.end_line}"
             print(f"  {where}" + (f"  {m.url}" if m.url else ""))
-    parts = getattr(ans.snapshot, "parts", None)
-    where = (
-        ans.snapshot.short_sha if parts else f"{ans.snapshot.repo.name}@{ans.snapshot.short_sha}"
-    )
+    where = ", ".join(f"{name}@{snap.short_sha}" for name, snap in ans.snapshot.parts.items())
     footer = f"\n{where} ({ans.branch}) · {ans.mode}"
     footer += f" · {ans.tool_calls} tool calls · {ans.timings_ms['total'] / 1000:.1f} s"
-    if ans.mode == "claude":
+    if not ans.search_only:
         footer += f" · ${ans.usage['cost_usd']:.3f}"
     print(footer)
     if ans.stale:

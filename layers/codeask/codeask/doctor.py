@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeask.botconfig import BotConfig
+from codeask.clients import SlackClient
 from codeask.errors import BadInput, ConfigError, first_line
 from codeask.secrets import SECRET_KEYS
 from codeask.settings import Settings
@@ -124,7 +125,7 @@ class _Run:
     config: BotConfig | None = None
     config_problem: str | None = None
     secrets_problem: str | None = None
-    slack: Any = None
+    slack: SlackClient | None = None
     bot_name: str = "codeask"
     scopes: frozenset[str] | None = None
     slack_problem: str | None = None
@@ -607,7 +608,7 @@ def check_snapshot_root(run: _Run) -> Check:
 
 
 def check_ripgrep(run: _Run) -> Check:
-    from codeask.ripgrep import RipgrepMissing, find_rg
+    from codeask.search.ripgrep import RipgrepMissing, find_rg
 
     s = run.settings
     assert s is not None
@@ -907,61 +908,66 @@ def _scrub(check: Check, secrets: set[str]) -> Check:
     )
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One row of the report (one per channel or repo when `each` is set), and what it needs."""
+
+    name: str
+    check: Callable[..., Check]  # (run) -> Check, or (run, channel id / repo name) -> Check
+    needs_settings: bool = True
+    each: str | None = None  # "channel" or "repo": one line per configured channel or repo
+
+
+# The one list of checks, in report order: what runs and what is reported as not run.
+STEPS: tuple[_Step, ...] = (
+    _Step("settings", check_settings, needs_settings=False),
+    _Step("config", check_config, needs_settings=False),
+    _Step("secrets manager", check_secrets_manager),
+    _Step("secret SLACK_SIGNING_SECRET", check_signing_secret),
+    _Step("secret SLACK_BOT_TOKEN", check_bot_token),
+    _Step("secret ANTHROPIC_API_KEY", check_anthropic_key),
+    _Step("secret GIT_TOKEN", check_git_token),
+    _Step("slack auth", check_slack_auth),
+    _Step("slack scopes", check_slack_scopes),
+    _Step("channels", check_channel, each="channel"),
+    _Step("repos", check_repo, each="repo"),
+    _Step("mirror root", check_mirror_root),
+    _Step("snapshot root", check_snapshot_root),
+    _Step("ripgrep", check_ripgrep),
+    _Step("git backend", check_git_backend, needs_settings=False),
+    _Step("model", check_model),
+    _Step("queue", check_queue),
+    _Step("table", check_table),
+)
+
+
+def _run_step(step: _Step, run: _Run) -> list[Check]:
+    """The step's lines: run, or "not run" with why when what it needs is missing."""
+    blocked = "the settings did not parse" if step.needs_settings and run.settings is None else None
+    if step.each is None:
+        if blocked:
+            return [_not_run(step.name, blocked)]
+        return [_guarded(step.name, functools.partial(step.check, run))]
+    config = run.config
+    if config is None:
+        return [_not_run(step.name, blocked or run.config_problem or "there is no CODEASK_CONFIG")]
+    items = config.channels if step.each == "channel" else config.repos
+    return [
+        _not_run(f"{step.each} {item}", blocked)
+        if blocked
+        else _guarded(f"{step.each} {item}", functools.partial(step.check, run, item))
+        for item in items
+    ]
+
+
 def collect_checks(settings_env: Mapping[str, str] | None = None) -> list[Check]:
-    """Run every check against `settings_env` (default: os.environ), in order; never raises.
+    """Run every check in STEPS against `settings_env` (default: os.environ), in order; never raises.
 
     AWS clients (Secrets Manager, SQS, DynamoDB, Bedrock) take credentials, region and endpoint
     from the process environment, as boto3 does in the functions.
     """
     run = _Run(env=dict(os.environ if settings_env is None else settings_env))
-    checks = [_guarded("settings", lambda: check_settings(run))]
-    checks.append(_guarded("config", lambda: check_config(run)))
-    if run.settings is None:
-        why = "the settings did not parse"
-        checks += [
-            _not_run(n, why)
-            for n in (
-                "secrets",
-                "slack auth",
-                "channels",
-                "repos",
-                "mirror root",
-                "snapshot root",
-                "ripgrep",
-                "model",
-                "queue",
-                "table",
-            )
-        ]
-        checks.append(_guarded("git backend", lambda: check_git_backend(run)))
-        return [_scrub(c, _secret_values(run)) for c in checks]
-
-    checks.append(_guarded("secrets manager", lambda: check_secrets_manager(run)))
-    checks.append(_guarded("secret SLACK_SIGNING_SECRET", lambda: check_signing_secret(run)))
-    checks.append(_guarded("secret SLACK_BOT_TOKEN", lambda: check_bot_token(run)))
-    checks.append(_guarded("secret ANTHROPIC_API_KEY", lambda: check_anthropic_key(run)))
-    checks.append(_guarded("secret GIT_TOKEN", lambda: check_git_token(run)))
-    checks.append(_guarded("slack auth", lambda: check_slack_auth(run)))
-    checks.append(_guarded("slack scopes", lambda: check_slack_scopes(run)))
-    config = run.config
-    if config is None:
-        why = run.config_problem or "there is no CODEASK_CONFIG"
-        checks += [_not_run("channels", why), _not_run("repos", why)]
-    else:
-        for channel_id in config.channels:
-            check = functools.partial(check_channel, run, channel_id)
-            checks.append(_guarded(f"channel {channel_id}", check))
-        for repo_name in config.repos:
-            checks.append(
-                _guarded(f"repo {repo_name}", functools.partial(check_repo, run, repo_name))
-            )
-    checks.append(_guarded("mirror root", lambda: check_mirror_root(run)))
-    checks.append(_guarded("snapshot root", lambda: check_snapshot_root(run)))
-    checks.append(_guarded("ripgrep", lambda: check_ripgrep(run)))
-    checks.append(_guarded("git backend", lambda: check_git_backend(run)))
-    checks.append(_guarded("model", lambda: check_model(run)))
-    checks.append(_guarded("queue", lambda: check_queue(run)))
-    checks.append(_guarded("table", lambda: check_table(run)))
+    checks = [check for step in STEPS for check in _run_step(step, run)]
     secrets = _secret_values(run)
     return [_scrub(c, secrets) for c in checks]
 

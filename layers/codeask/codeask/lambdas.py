@@ -6,18 +6,26 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeask import clients
+from codeask.botconfig import Refusal
 from codeask.errors import ConfigError
 from codeask.job import Job
-from codeask.ops import emit, logger, span
+from codeask.ops import ErrorKind, emit, logger, span
 from codeask.secrets import with_secrets
 from codeask.settings import Settings
 
 NEVER_SYNCED_AGE_S = 10_000_000.0  # ~116 days: far past any stale-mirror threshold
 SETTINGS_TTL_S = 300.0  # a rotated secret, or one put in after the first request, is picked up
 _cached: tuple[float, Settings] | None = None
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from codeask.answer import Answer
+    from codeask.slack_ingress import Ack
 
 
 def settings() -> Settings:
@@ -49,7 +57,7 @@ def _require(s: Settings, *names: str) -> None:
         raise ConfigError("missing settings: " + ", ".join(n.upper() for n in missing))
 
 
-def _slack(s: Settings) -> Any:
+def _slack(s: Settings) -> clients.SlackClient:
     assert s.slack_bot_token is not None
     return clients.slack(s.slack_bot_token, s.slack_api_url)
 
@@ -71,11 +79,11 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
     def enqueue(job: Job) -> None:
         sqs.send_message(QueueUrl=s.queue_url, MessageBody=job.to_json())
 
-    def refuse(reason: str, ev: dict[str, Any]) -> None:
-        msg = render.render_failure(f"refused_{reason}")
+    def refuse(reason: Refusal, ev: dict[str, Any]) -> None:
+        msg = render.render_failure(reason)
         try:
             slack = _slack(s)
-            if reason == "dm":
+            if reason == Refusal.DM:
                 slack.chat_postMessage(channel=ev["channel"], text=msg.text, blocks=msg.blocks)
             else:
                 slack.chat_postEphemeral(
@@ -100,45 +108,56 @@ def ack(event: dict[str, Any]) -> dict[str, Any]:
             enqueue=enqueue,
             refuse=refuse,
         )
-    outcome, _, why = result.outcome.partition(":")
     if result.job is not None:
         logger.append_keys(event_id=result.job.event_id, channel=result.job.channel,
                            thread_ts=result.job.thread_ts, user=result.job.user)  # fmt: skip
-    if outcome == "queued":
-        emit("QuestionsReceived", 1)
-    elif outcome == "refused":
-        emit("Refusals", 1, why)
-    elif outcome == "unauthorized":
-        emit("UnauthorizedRequests", 1)
-    elif outcome == "duplicate":
-        emit("DuplicateDeliveries", 1)
-    elif outcome == "error":
-        emit("AckErrors", 1)
-    elif outcome == "vote":
-        emit("FeedbackVotes", 1, why)
+    _ack_metrics(result)
     emit("AckLatency", (time.monotonic() - started) * 1000)
-    logger.info("slack event", extra={"outcome": result.outcome, "status": result.status})
+    why = {"refusal": result.refusal, "ignored": result.ignored, "vote": result.vote}
+    logger.info(
+        "slack event",
+        extra={"outcome": result.outcome, "status": result.status,
+               **{k: v for k, v in why.items() if v is not None}},
+    )  # fmt: skip
     return {"statusCode": result.status, "headers": result.headers, "body": result.body}
+
+
+def _ack_metrics(result: Ack) -> None:
+    from codeask.slack_ingress import AckOutcome
+
+    match result.outcome:
+        case AckOutcome.QUEUED:
+            emit("QuestionsReceived", 1)
+        case AckOutcome.REFUSED:
+            emit("Refusals", 1, result.refusal)
+        case AckOutcome.UNAUTHORIZED:
+            emit("UnauthorizedRequests", 1)
+        case AckOutcome.DUPLICATE:
+            emit("DuplicateDeliveries", 1)
+        case AckOutcome.ERROR:
+            emit("AckErrors", 1)
+        case AckOutcome.VOTE:
+            emit("FeedbackVotes", 1, result.vote)
 
 
 # -- answer_worker ------------------------------------------------------------------------------
 
 
-def answer_record(record: dict[str, Any], context: Any) -> str:
+def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
     """One SQS record: raise to have it redelivered (and, after the last try, dead-lettered)."""
     from codeask import worker
     from codeask.mirror import MirrorStore
     from codeask.model import make_client
     from codeask.state import StateStore
+    from codeask.worker import OutcomeStatus
 
     s = settings()
     _require(s, "slack_bot_token", "table_name", "bot_config")
     assert s.table_name is not None
-    job = Job.from_json(record["body"])
+    job = Job.from_json(record.body)
     logger.append_keys(event_id=job.event_id, channel=job.channel, thread_ts=job.thread_ts,
                        user=job.user)  # fmt: skip
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 300.0
-    receives = int((record.get("attributes") or {}).get("ApproximateReceiveCount", "1"))
     with span("job"), _counted_failure():
         outcome = worker.answer_job(
             job,
@@ -147,19 +166,27 @@ def answer_record(record: dict[str, Any], context: Any) -> str:
             slack=_slack(s),
             mirrors=MirrorStore.from_settings(s),
             deadline=time.monotonic() + remaining - s.answer_margin_s,
-            owner=getattr(context, "aws_request_id", None) or uuid.uuid4().hex,
-            last_attempt=receives >= 3,
+            owner=(context.aws_request_id if context else None) or uuid.uuid4().hex,
+            last_attempt=_receives(record) >= s.max_receives,
             model_client=(lambda: make_client(s)) if s.has_model else None,
         )
-    if outcome.status == "skipped":
+    if outcome.status == OutcomeStatus.SKIPPED:
         emit("JobsSkipped", 1)
-    elif outcome.status == "refused":
-        emit("Refusals", 1, "repos")
-    elif outcome.status == "failed":
-        emit("Errors", 1, "answer_failed")
+    elif outcome.status == OutcomeStatus.REFUSED:
+        emit("Refusals", 1, Refusal.REPOS)
+    elif outcome.status == OutcomeStatus.FAILED:
+        emit("Errors", 1, ErrorKind.ANSWER_FAILED)
     if outcome.answer is not None:
         _answer_metrics(outcome.answer, job)
     return outcome.status
+
+
+def _receives(record: SQSRecord) -> int:
+    """How often SQS has handed this record out, this time included (1 if it does not say)."""
+    try:
+        return int(record.attributes.approximate_receive_count)
+    except KeyError:
+        return 1
 
 
 @contextlib.contextmanager
@@ -168,11 +195,11 @@ def _counted_failure() -> Iterator[None]:
     try:
         yield
     except Exception:
-        emit("Errors", 1, "answer_retry")
+        emit("Errors", 1, ErrorKind.ANSWER_RETRY)
         raise
 
 
-def _answer_metrics(ans: Any, job: Job) -> None:
+def _answer_metrics(ans: Answer, job: Job) -> None:
     """One answer's figures: what the dashboard's latency, cost and trust widgets are made of."""
     logger.append_keys(repo=ans.snapshot.repo.name, sha=ans.snapshot.sha)
     usage = ans.usage
@@ -190,12 +217,13 @@ def _answer_metrics(ans: Any, job: Job) -> None:
     unverified = len(ans.verification.unverified)
     emit("UnverifiedPaths", unverified)
     emit("AnswersWithUnverifiedPaths", 1 if unverified else 0)
-    emit("Redactions", sum(ans.redactions.values()))
+    for kind, count in sorted(ans.redactions.items()):
+        emit("Redactions", count, kind)
     emit("ModelFallbacks", 1 if ans.model_fallback else 0)
     emit("StoppedEarly", 1 if ans.stopped_early else 0)
 
 
-def answer_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def answer_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS batch in, ReportBatchItemFailures response out: only failing records come back."""
     from aws_lambda_powertools.utilities.batch import (
         BatchProcessor,
@@ -207,7 +235,7 @@ def answer_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return process_partial_response(  # type: ignore[return-value]
         event=event,
-        record_handler=lambda record: answer_record(record.raw_event, context),
+        record_handler=lambda record: answer_record(record, context),
         processor=processor,
         context=context,
     )

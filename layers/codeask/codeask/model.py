@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from codeask.errors import CodeaskError, ConfigError
 from codeask.settings import Settings
@@ -19,6 +19,31 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
 }
 FALLBACK_PRICE = DEFAULT_PRICES["claude-sonnet-5"]
+
+
+class ModelResponse(Protocol):
+    """What codeask reads of a Messages API reply."""
+
+    @property
+    def content(self) -> Sequence[Any]: ...  # text and tool_use blocks
+
+    @property
+    def usage(self) -> Any: ...  # token counts, read with getattr: Bedrock omits some
+
+    @property
+    def stop_reason(self) -> str | None: ...
+
+
+class Messages(Protocol):
+    def create(self, **request: Any) -> Any: ...
+
+
+class ModelClient(Protocol):
+    """The one call codeask makes of a model provider: anthropic's Anthropic and AnthropicBedrock,
+    or anything else that takes a Messages API request."""
+
+    @property
+    def messages(self) -> Messages: ...
 
 
 class ModelUnavailable(CodeaskError):
@@ -105,23 +130,27 @@ def price_for(table: dict[str, dict[str, float]], model: str) -> dict[str, float
     return FALLBACK_PRICE
 
 
-def make_client(settings: Settings) -> Any:
+def make_client(settings: Settings) -> ModelClient:
     """An Anthropic or Bedrock client; the SDK's own retries are off: ours respect the deadline."""
     import anthropic  # slow to import (~2 s): only the worker path pays for it
 
+    client: anthropic.Anthropic | anthropic.AnthropicBedrock
     if settings.provider == "bedrock":
-        return anthropic.AnthropicBedrock(
+        client = anthropic.AnthropicBedrock(
             aws_region=settings.aws_region,
             base_url=settings.bedrock_base_url,
             max_retries=0,
         )
-    if not settings.anthropic_api_key:
+    elif not settings.anthropic_api_key:
         raise ConfigError("ANTHROPIC_API_KEY is not set (or set CODEASK_PROVIDER=bedrock)")
-    return anthropic.Anthropic(
-        api_key=settings.anthropic_api_key,
-        base_url=settings.anthropic_base_url,
-        max_retries=0,
-    )
+    else:
+        client = anthropic.Anthropic(
+            api_key=settings.anthropic_api_key,
+            base_url=settings.anthropic_base_url,
+            max_retries=0,
+        )
+    # The SDK types `create` by TypedDict overloads; codeask's requests are plain dicts it builds.
+    return cast(ModelClient, client)
 
 
 @dataclass
@@ -133,13 +162,13 @@ class RetryPolicy:
 
 
 def create_message(
-    client: Any,
+    client: ModelClient,
     request: dict[str, Any],
     *,
     deadline: float,
     policy: RetryPolicy | None = None,
     on_retry: Callable[[str], None] | None = None,
-) -> Any:
+) -> ModelResponse:
     """One Messages API call, retried on 429/529/5xx/timeouts only while the deadline allows."""
     import anthropic
 

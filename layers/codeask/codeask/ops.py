@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from enum import StrEnum
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -39,7 +40,7 @@ CATALOGUE: dict[str, tuple[MetricUnit, str | None]] = {
     "EstimatedCostUSD": (MetricUnit.NoUnit, None),
     "UnverifiedPaths": (MetricUnit.Count, None),
     "AnswersWithUnverifiedPaths": (MetricUnit.Count, None),
-    "Redactions": (MetricUnit.Count, None),
+    "Redactions": (MetricUnit.Count, "Kind"),  # the redaction marker's kind: jwt, private-key, …
     "ModelFallbacks": (MetricUnit.Count, None),
     "StoppedEarly": (MetricUnit.Count, None),
     "JobsSkipped": (MetricUnit.Count, None),
@@ -49,7 +50,15 @@ CATALOGUE: dict[str, tuple[MetricUnit, str | None]] = {
     "MirrorWarmFailures": (MetricUnit.Count, "Repo"),
 }
 
-__all__ = ["CATALOGUE", "MetricUnit", "emit", "logger", "metrics", "span", "tracer"]
+
+class ErrorKind(StrEnum):
+    """The Kind dimension of the Errors metric (the worker's error-rate alarm reads answer_failed)."""
+
+    ANSWER_FAILED = "answer_failed"  # the thread got a failure message: nothing will retry it
+    ANSWER_RETRY = "answer_retry"  # the record went back to the queue to be tried again
+
+
+__all__ = ["CATALOGUE", "ErrorKind", "MetricUnit", "emit", "logger", "metrics", "span", "tracer"]
 
 
 def emit(name: str, value: float, dimension: str | None = None) -> None:

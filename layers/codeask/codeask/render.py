@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from codeask import diagram
+from codeask.botconfig import Refusal
 from codeask.permalinks import commit_link
 from codeask.redact import scan
 
@@ -403,13 +405,13 @@ def _cost(usage: dict[str, Any]) -> str | None:
 
 def _footer(answer: Answer, elapsed_s: float | None) -> dict[str, Any]:
     parts = []
-    for snap in getattr(answer.snapshot, "parts", {}).values() or [answer.snapshot]:
+    for snap in answer.snapshot.parts.values():
         where = f"{_mrkdwn(snap.repo.name)}@{snap.short_sha}"
         url = commit_link(snap.repo.url, snap.sha)
         parts.append(f"<{url}|{where}>" if url else where)
     if answer.branch:
         parts.append(f"branch {_mrkdwn(answer.branch)}")
-    if answer.mode == "search-only":
+    if answer.search_only:
         parts.append("search-only (no model)")
     else:
         model = f" ({_mrkdwn(answer.model)})" if answer.model else ""
@@ -419,7 +421,7 @@ def _footer(answer: Answer, elapsed_s: float | None) -> dict[str, Any]:
     seconds = _seconds(answer, elapsed_s)
     if seconds is not None:
         parts.append(f"{seconds:.1f} s")
-    if answer.mode != "search-only":
+    if not answer.search_only:
         cost = _cost(answer.usage)
         if cost:
             parts.append(cost)
@@ -547,30 +549,42 @@ def render_progress(step: str) -> str:
     return _clip(line, PROGRESS_CHARS) if line else "Working…"
 
 
-_FAILURES: dict[str, str] = {
-    "timeout": (
+class Failure(StrEnum):
+    """Why a thread gets no answer, other than a refusal (those are `Refusal`s)."""
+
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    NOT_CONFIGURED = "not_configured"
+    EMPTY = "empty"  # a mention with no question in it
+
+
+_FAILURES: dict[Failure | Refusal, str] = {
+    Failure.TIMEOUT: (
         "Sorry, I ran out of time before I could finish an answer. "
         "A narrower question (a file, a function, a feature) usually goes faster."
     ),
-    "error": "Sorry, something went wrong while I was answering, so there is no answer this time.",
-    "refused_channel": (
+    Failure.ERROR: (
+        "Sorry, something went wrong while I was answering, so there is no answer this time."
+    ),
+    Refusal.CHANNEL: (
         "I'm not set up to answer in this channel. An admin can add it to codeask's configuration."
     ),
-    "refused_dm": "I don't answer in direct messages. Please ask in a channel where I'm set up.",
-    "refused_shared": (
+    Refusal.DM: "I don't answer in direct messages. Please ask in a channel where I'm set up.",
+    Refusal.SHARED: (
         "I don't answer in channels shared with other organisations, "
         "so code stays inside this workspace."
     ),
-    "refused_team": "This workspace isn't allowed to use this codeask installation.",
-    "refused_repos": (
+    Refusal.TEAM: "This workspace isn't allowed to use this codeask installation.",
+    Refusal.REPOS: (
         "This channel may no longer read the repositories this question was about, so I can't "
         "answer it. An admin can check codeask's configuration."
     ),
-    "not_configured": (
+    Failure.NOT_CONFIGURED: (
         "codeask isn't configured yet: no repositories are set up. An admin needs to finish setup."
     ),
-    "empty": "Ask me a question about the code after mentioning me, and I'll look it up.",
+    Failure.EMPTY: "Ask me a question about the code after mentioning me, and I'll look it up.",
 }
+_ICONS: dict[Failure | Refusal, str] = {Failure.TIMEOUT: "⏱️", Failure.EMPTY: "👋"}
 _GENERIC_FAILURE = "Sorry, I couldn't answer this one."
 _TRACE = re.compile(r"Traceback \(most recent call last\)|^\s*File \"", re.MULTILINE)
 
@@ -586,12 +600,12 @@ def _detail(detail: str | None) -> str | None:
     return _clip(line, DETAIL_CHARS) if line else None
 
 
-def render_failure(kind: str, detail: str | None = None) -> SlackMessage:
+def render_failure(kind: Failure | Refusal, detail: str | None = None) -> SlackMessage:
     """An honest, short failure message: what happened in plain words, never a stack trace."""
     message = _FAILURES.get(kind, _GENERIC_FAILURE)
     reason = _detail(detail)
     text = f"{message} ({reason})" if reason else message
-    icon = {"timeout": "⏱️", "empty": "👋"}.get(kind, "🚫" if kind.startswith("refused") else "⚠️")
+    icon = _ICONS.get(kind, "🚫" if isinstance(kind, Refusal) else "⚠️")
     return SlackMessage(
         text=_clip(_plain(text), FALLBACK_CHARS * 2),
         blocks=[
@@ -601,6 +615,7 @@ def render_failure(kind: str, detail: str | None = None) -> SlackMessage:
 
 
 __all__: list[str] = [
+    "Failure",
     "SlackMessage",
     "block_chars",
     "neutralise",

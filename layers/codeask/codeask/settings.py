@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,6 +87,7 @@ class Settings:
     table_name: str | None = None
     bot_config: BotConfig | None = None
     answer_margin_s: float = 20.0
+    max_receives: int = 3  # the jobs queue's maxReceiveCount: the worker's last attempt
 
     @property
     def has_model(self) -> bool:
@@ -140,10 +140,5 @@ class Settings:
             table_name=env.get("TABLE_NAME") or None,
             bot_config=BotConfig.load(env["CODEASK_CONFIG"]) if env.get("CODEASK_CONFIG") else None,
             answer_margin_s=_float(env, "CODEASK_ANSWER_MARGIN_S", 20.0),
+            max_receives=_int(env, "CODEASK_MAX_RECEIVES", 3),
         )
-
-
-@functools.cache
-def get_settings() -> Settings:
-    """The process-wide settings, read once (a Lambda reads them at cold start)."""
-    return Settings.from_env()

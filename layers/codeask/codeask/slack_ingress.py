@@ -9,30 +9,44 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from codeask.botconfig import BotConfig
+from codeask.botconfig import BotConfig, Refusal
 from codeask.job import Job
 from codeask.state import StateStore
 
 _MENTION_RE = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
 _TS_RE = re.compile(r"[0-9]{1,12}")  # ASCII digits only, used with fullmatch
 
-REFUSALS = {
-    "dm": "I only answer in channels whose members can all read the code, not in direct messages.",
-    "shared": "I don't answer in channels shared with other organisations (Slack Connect).",
-    "team": "I only answer people from this workspace.",
-    "channel": "This channel isn't set up for code questions. Ask an admin to add it to codeask's configuration.",
-}
+
+class AckOutcome(StrEnum):
+    """What became of one Slack request; the ack's log line and metrics are keyed by it."""
+
+    QUEUED = "queued"
+    DUPLICATE = "duplicate"
+    IGNORED = "ignored"
+    REFUSED = "refused"
+    VOTE = "vote"
+    UNAUTHORIZED = "unauthorized"
+    ERROR = "error"
+    URL_VERIFICATION = "url_verification"
 
 
 @dataclass
 class Ack:
     status: int
+    outcome: AckOutcome
     body: str = ""
-    outcome: str = ""  # queued, duplicate, ignored:<why>, refused:<why>, unauthorized, error
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/plain"})
     job: Job | None = None
+    refusal: Refusal | None = None  # why, when REFUSED
+    ignored: str | None = None  # which filter let it go, when IGNORED (for the log)
+    vote: str | None = None  # "up" or "down", when VOTE
+
+
+def _ignored(why: str, status: int = 200, body: str = "") -> Ack:
+    return Ack(status, AckOutcome.IGNORED, body, ignored=why)
 
 
 def raw_body(event: dict[str, Any]) -> bytes:
@@ -66,9 +80,9 @@ def verified_body(event: dict[str, Any], signing_secret: str, now: float) -> byt
     try:
         body = raw_body(event)
     except (ValueError, TypeError):
-        return Ack(401, "invalid request", "unauthorized")
+        return Ack(401, AckOutcome.UNAUTHORIZED, "invalid request")
     if not verify_signature(signing_secret, headers, body, now):
-        return Ack(401, "invalid signature", "unauthorized")
+        return Ack(401, AckOutcome.UNAUTHORIZED, "invalid signature")
     return body
 
 
@@ -79,7 +93,7 @@ def handle(
     config: BotConfig,
     store: StateStore,
     enqueue: Callable[[Job], None],
-    refuse: Callable[[str, dict[str, Any]], None] | None = None,
+    refuse: Callable[[Refusal, dict[str, Any]], None] | None = None,
     now: Callable[[], float] = time.time,
 ) -> Ack:
     """Everything between Slack's HTTP request and a queued job; returns what to answer Slack."""
@@ -89,18 +103,18 @@ def handle(
     try:
         payload = json.loads(body)
     except (UnicodeDecodeError, ValueError):
-        return Ack(400, "body is not JSON", "ignored:not-json")
+        return _ignored("not-json", 400, "body is not JSON")
     if not isinstance(payload, dict):
-        return Ack(400, "body is not a JSON object", "ignored:not-json")
+        return _ignored("not-json", 400, "body is not a JSON object")
     if payload.get("type") == "url_verification":
         return Ack(
             200,
+            AckOutcome.URL_VERIFICATION,
             json.dumps({"challenge": payload.get("challenge", "")}),
-            "url_verification",
             {"content-type": "application/json"},
         )
     if payload.get("type") != "event_callback" or not isinstance(payload.get("event"), dict):
-        return Ack(200, "", "ignored:not-an-event")
+        return _ignored("not-an-event")
     return _event(payload, config, store, enqueue, refuse, now)
 
 
@@ -123,44 +137,44 @@ def _event(
     config: BotConfig,
     store: StateStore,
     enqueue: Callable[[Job], None],
-    refuse: Callable[[str, dict[str, Any]], None] | None,
+    refuse: Callable[[Refusal, dict[str, Any]], None] | None,
     now: Callable[[], float],
 ) -> Ack:
     ev: dict[str, Any] = payload["event"]
     kind = ev.get("type")
     bot_user = _bot_user(payload)
     if ev.get("bot_id") or ev.get("subtype") or ev.get("bot_profile"):
-        return Ack(200, "", "ignored:bot-or-subtype")
+        return _ignored("bot-or-subtype")
     user = ev.get("user")
     if not user or user == bot_user:
-        return Ack(200, "", "ignored:self")
+        return _ignored("self")
     if kind not in ("app_mention", "message"):
-        return Ack(200, "", "ignored:event-type")
+        return _ignored("event-type")
     channel = str(ev.get("channel") or "")
     ts = str(ev.get("ts") or "")
     thread_ts = str(ev.get("thread_ts") or ts)
     if not channel or not ts:
-        return Ack(200, "", "ignored:incomplete")
+        return _ignored("incomplete")
     is_dm = ev.get("channel_type") in ("im", "mpim") or channel.startswith("D")
     if kind == "message" and not is_dm:
         # A plain message is a question only as a follow-up in a thread the bot answered in,
         # and a message that mentions the bot also arrives as app_mention: that one is used.
         if not ev.get("thread_ts") or (bot_user and f"<@{bot_user}" in str(ev.get("text"))):
-            return Ack(200, "", "ignored:not-a-question")
+            return _ignored("not-a-question")
         if store.thread_turns(channel, thread_ts) is None:
-            return Ack(200, "", "ignored:not-our-thread")
+            return _ignored("not-our-thread")
     event_id = str(payload.get("event_id") or f"{channel}:{ts}")
     if not store.claim(f"event#{event_id}"):
-        return Ack(200, "", "duplicate")
+        return Ack(200, AckOutcome.DUPLICATE)
     claims = [f"event#{event_id}"]
     try:
         return _claimed(payload, ev, config, store, enqueue, refuse, now, claims, bot_user, is_dm)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever failed, the claims go and Slack retries
         # Nothing may be lost: whatever failed after the claim, forget the claims and answer 500,
         # so Slack's retry brings the event back instead of being dropped as a duplicate.
         for key in reversed(claims):
             store.release(key)
-        return Ack(500, "could not queue the question", "error")
+        return Ack(500, AckOutcome.ERROR, "could not queue the question")
 
 
 def _claimed(
@@ -169,7 +183,7 @@ def _claimed(
     config: BotConfig,
     store: StateStore,
     enqueue: Callable[[Job], None],
-    refuse: Callable[[str, dict[str, Any]], None] | None,
+    refuse: Callable[[Refusal, dict[str, Any]], None] | None,
     now: Callable[[], float],
     claims: list[str],
     bot_user: str | None,
@@ -180,24 +194,24 @@ def _claimed(
     team = str(payload.get("team_id") or "")
     asker_team = str(ev.get("user_team") or ev.get("team") or team)
     expected_team = config.team_id or team
-    reason = None
+    reason: Refusal | None = None
     if is_dm:
-        reason = "dm"
+        reason = Refusal.DM
     elif payload.get("is_ext_shared_channel") or ev.get("is_ext_shared_channel"):
-        reason = "shared"
+        reason = Refusal.SHARED
     elif not asker_team or asker_team != expected_team:
-        reason = "team"
+        reason = Refusal.TEAM
     elif config.repos_for(channel) is None:
-        reason = "channel"
+        reason = Refusal.CHANNEL
     if reason is not None:
         if refuse is not None:
             try:
                 refuse(reason, ev)
             except Exception:  # noqa: BLE001 - the refusal stands even if telling them fails
                 pass
-        return Ack(200, "", f"refused:{reason}")
+        return Ack(200, AckOutcome.REFUSED, refusal=reason)
     if not store.claim(f"msg#{channel}#{ts}"):
-        return Ack(200, "", "duplicate")
+        return Ack(200, AckOutcome.DUPLICATE)
     claims.append(f"msg#{channel}#{ts}")
     job = Job(
         event_id=claims[0].removeprefix("event#"),
@@ -212,7 +226,7 @@ def _claimed(
         received_at=now(),
     )
     enqueue(job)  # a failure here is caught by the caller, which releases the claims
-    return Ack(200, "", "queued", job=job)
+    return Ack(200, AckOutcome.QUEUED, job=job)
 
 
 def handle_interaction(
@@ -233,17 +247,19 @@ def handle_interaction(
     try:
         payload = json.loads(parse_qs(body.decode("utf-8")).get("payload", ["{}"])[0])
     except (UnicodeDecodeError, ValueError):
-        return Ack(400, "payload is not JSON", "ignored:not-json")
+        return _ignored("not-json", 400, "payload is not JSON")
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
-        return Ack(200, "", "ignored:not-a-button")
+        return _ignored("not-a-button")
     team = str((payload.get("team") or {}).get("id") or "")
     user = str((payload.get("user") or {}).get("id") or "")
     if not user or team != (config.team_id or team) or not team:
-        return Ack(200, "", "refused:team")
+        return Ack(200, AckOutcome.REFUSED, refusal=Refusal.TEAM)
     for action in payload.get("actions") or []:
         vote = actions.get(str(action.get("action_id")))
         key = str(action.get("value") or "")
         if vote and key:
             info = store.record_vote(key, user, vote)
-            return Ack(200, "", f"vote:{vote}" if info else "ignored:unknown-answer")
-    return Ack(200, "", "ignored:not-a-vote")
+            if info is None:
+                return _ignored("unknown-answer")
+            return Ack(200, AckOutcome.VOTE, vote=vote)
+    return _ignored("not-a-vote")

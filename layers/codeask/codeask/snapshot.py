@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,11 @@ class Snapshot:
     @property
     def short_sha(self) -> str:
         return self.sha[:7]
+
+    @property
+    def parts(self) -> Mapping[str, Snapshot]:
+        """The repositories this tree spans, by name: just this one (a workspace has several)."""
+        return {self.repo.name: self}
 
     @functools.cached_property
     def files(self) -> tuple[str, ...]:

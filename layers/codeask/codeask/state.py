@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 DEDUPE_TTL_S = 3 * 24 * 3600  # Slack retries for about an hour; a late retry is still caught
@@ -14,9 +15,17 @@ MAX_TURNS = 4  # earlier turns carried into a follow-up; older ones drop off
 MAX_TURN_CHARS = 3000
 
 
+class AnswerStatus(StrEnum):
+    """Where a job's answer stands, as stored in the table."""
+
+    WORKING = "working"  # a worker has it
+    RETRY = "retry"  # given back after a caught failure, for the redelivery to take at once
+    ANSWERED = "answered"
+
+
 @dataclass
 class AnswerState:
-    status: str  # "working", "retry" (given back after a caught failure) or "answered"
+    status: AnswerStatus
     owner: str
     started_at: float
     placeholder_ts: str | None = None
@@ -70,21 +79,21 @@ class StateStore:
                 TableName=self.table,
                 Item={
                     "pk": {"S": pk},
-                    "status": {"S": "working"},
+                    "status": {"S": AnswerStatus.WORKING},
                     "owner": {"S": owner},
                     "started_at": {"N": repr(now)},
                     "expires_at": {"N": str(int(now) + ANSWER_TTL_S)},
                 },
                 ConditionExpression="attribute_not_exists(pk)",
             )
-            return AnswerState("working", owner, now)
+            return AnswerState(AnswerStatus.WORKING, owner, now)
         except Exception as e:
             if not _conditional_failed(e):
                 raise
         current = self.get_answer(key)
-        if current is None or current.status == "answered":
+        if current is None or current.status == AnswerStatus.ANSWERED:
             return None
-        live = current.status == "working" and now - current.started_at < stale_after_s
+        live = current.status == AnswerStatus.WORKING and now - current.started_at < stale_after_s
         if current.owner != owner and live:
             return None
         try:
@@ -97,7 +106,7 @@ class StateStore:
                 ExpressionAttributeValues={
                     ":o": {"S": owner},
                     ":t": {"N": repr(now)},
-                    ":working": {"S": "working"},
+                    ":working": {"S": AnswerStatus.WORKING},
                     ":seen_status": {"S": current.status},
                     ":seen": {"N": repr(current.started_at)},
                 },
@@ -119,9 +128,9 @@ class StateStore:
                 ConditionExpression="#o = :o AND #s = :working",
                 ExpressionAttributeNames={"#s": "status", "#o": "owner"},
                 ExpressionAttributeValues={
-                    ":retry": {"S": "retry"},
+                    ":retry": {"S": AnswerStatus.RETRY},
                     ":o": {"S": owner},
-                    ":working": {"S": "working"},
+                    ":working": {"S": AnswerStatus.WORKING},
                 },
             )
         except Exception as e:
@@ -135,7 +144,7 @@ class StateStore:
         if not item:
             return None
         return AnswerState(
-            status=item["status"]["S"],
+            status=AnswerStatus(item["status"]["S"]),
             owner=item.get("owner", {}).get("S", ""),
             started_at=float(item.get("started_at", {}).get("N", "0")),
             placeholder_ts=item.get("placeholder_ts", {}).get("S"),
@@ -163,7 +172,7 @@ class StateStore:
     ) -> None:
         """Mark the job answered; `info` (question, answer, repos, sha) is what a vote refers to."""
         values: dict[str, Any] = {
-            ":a": {"S": "answered"},
+            ":a": {"S": AnswerStatus.ANSWERED},
             ":p": {"L": [{"S": t} for t in posted_ts]},
             ":t": {"N": repr(time.time())},
         }

@@ -405,6 +405,29 @@ class _Scanner:
         start, end = _pair(m["a"], m["b"])
         return start, end, m.start()
 
+    def _lines_around(self, s: int, e: int) -> tuple[int | None, int | None, int, int]:
+        """The lines cited with the token at s:e (`path:12`, `lines 3-5 of path`), if any, and
+        the span of the mention once they are included."""
+        lines = self._suffix(e)
+        if lines is not None:
+            start, end, span_end = lines
+            return start, end, s, span_end
+        before = self._prefix(s)
+        if before is not None:
+            start, end, span_start = before
+            return start, end, span_start, e
+        return None, None, s, e
+
+    def _quoted(self, s: int, e: int, span_end: int) -> bool:
+        """Whether the token stands alone as a path: all of a code span, or a link's target."""
+        code = next(((cs, ce) for cs, ce in self.codes if cs <= s < ce), None)
+        if code is None:
+            return s >= 2 and self.text[s - 2 : s] == "]("  # a markdown link target
+        content = self.text[code[0] : code[1]]
+        lo = code[0] + len(content) - len(content.lstrip())
+        hi = code[1] - len(content) + len(content.rstrip())
+        return s == lo and (e == hi or span_end == hi)
+
     def _token(self, s: int, e: int) -> int:
         """Consider one token as a path mention; returns where scanning may resume."""
         s, e = _trim(self.text, s, e)
@@ -412,25 +435,9 @@ class _Scanner:
         if not raw or not _LETTER.search(raw):
             return e
 
-        lines = self._suffix(e)
-        span_start, span_end = s, e
-        start: int | None = None
-        end: int | None = None
-        if lines is not None:
-            start, end, span_end = lines
-        else:
-            before = self._prefix(s)
-            if before is not None:
-                start, end, span_start = before
+        start, end, span_start, span_end = self._lines_around(s, e)
         has_lines = start is not None
-
-        code = next(((cs, ce) for cs, ce in self.codes if cs <= s < ce), None)
-        quoted = s >= 2 and self.text[s - 2 : s] == "]("  # a markdown link target
-        if code is not None:
-            content = self.text[code[0] : code[1]]
-            lo = code[0] + len(content) - len(content.lstrip())
-            hi = code[1] - len(content) + len(content.rstrip())
-            quoted = s == lo and (e == hi or span_end == hi)
+        quoted = self._quoted(s, e, span_end)
         in_fence = any(fs <= s < fe for fs, fe in self.fences)
 
         glob_after = self.text[e : e + 1] == "*" and raw[-1] in "/."

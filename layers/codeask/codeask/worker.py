@@ -5,15 +5,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
 
 from codeask.agent import Turn
 from codeask.answer import Answer, ask
+from codeask.botconfig import Refusal
+from codeask.clients import SlackClient
 from codeask.errors import CodeaskError
 from codeask.job import Job
 from codeask.mirror import MirrorStore, RepoSpec
+from codeask.model import ModelClient
 from codeask.ops import logger
 from codeask.render import (
+    Failure,
     SlackMessage,
     render_answer,
     render_failure,
@@ -26,9 +30,18 @@ from codeask.state import StateStore
 PROGRESS_EDIT_INTERVAL_S = 4.0  # chat.update is a tier-3 method: stay far below ~50 a minute
 
 
+class OutcomeStatus(StrEnum):
+    """What became of one job (the worker's metrics are keyed by it)."""
+
+    ANSWERED = "answered"
+    REFUSED = "refused"  # no repo left that the channel may read
+    SKIPPED = "skipped"  # answered already, or another live worker has it
+    FAILED = "failed"  # the thread got an honest failure message instead
+
+
 @dataclass
 class Outcome:
-    status: str  # answered, refused (no repo left that the channel may read), skipped, failed
+    status: OutcomeStatus
     answer: Answer | None = None
     posted_ts: list[str] | None = None
 
@@ -36,7 +49,9 @@ class Outcome:
 class Progress:
     """Shows what the worker is doing: the assistant status where allowed, else throttled edits."""
 
-    def __init__(self, slack: Any, channel: str, thread_ts: str, placeholder_ts: str) -> None:
+    def __init__(
+        self, slack: SlackClient, channel: str, thread_ts: str, placeholder_ts: str
+    ) -> None:
         self.slack, self.channel, self.thread_ts, self.placeholder_ts = (
             slack,
             channel,
@@ -73,7 +88,7 @@ class Progress:
             logger.debug("progress update failed", extra={"error": type(e).__name__})
 
 
-def _post(slack: Any, channel: str, thread_ts: str, msg: SlackMessage) -> str:
+def _post(slack: SlackClient, channel: str, thread_ts: str, msg: SlackMessage) -> str:
     resp = slack.chat_postMessage(
         channel=channel,
         thread_ts=thread_ts,
@@ -85,12 +100,12 @@ def _post(slack: Any, channel: str, thread_ts: str, msg: SlackMessage) -> str:
     return str(resp["ts"])
 
 
-def _update(slack: Any, channel: str, ts: str, msg: SlackMessage) -> None:
+def _update(slack: SlackClient, channel: str, ts: str, msg: SlackMessage) -> None:
     slack.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
 
 
 def _publish(
-    slack: Any,
+    slack: SlackClient,
     store: StateStore,
     job: Job,
     placeholder_ts: str,
@@ -123,12 +138,12 @@ def answer_job(
     *,
     settings: Settings,
     store: StateStore,
-    slack: Any,
+    slack: SlackClient,
     mirrors: MirrorStore,
     deadline: float,
     owner: str,
     last_attempt: bool = False,
-    model_client: Callable[[], Any] | None = None,
+    model_client: Callable[[], ModelClient] | None = None,
 ) -> Outcome:
     """Answer `job` at most once. Unexpected errors propagate (SQS redelivers) unless this is the
     last attempt, in which case the thread gets an honest failure message instead of silence."""
@@ -136,7 +151,7 @@ def answer_job(
     state = store.start_answer(key, owner, stale_after_s=max(60.0, deadline - time.monotonic()))
     if state is None:
         logger.info("job already answered or in hand", extra={"event_id": job.event_id})
-        return Outcome("skipped")
+        return Outcome(OutcomeStatus.SKIPPED)
     placeholder = state.placeholder_ts
     try:
         if placeholder is None:
@@ -158,13 +173,13 @@ def answer_job(
         detail = str(e) if isinstance(e, CodeaskError) else None
         if isinstance(e, CodeaskError) or last_attempt:
             # A clear, final failure: say so once and stop; nothing to gain from a redelivery.
-            failure = render_failure("error", detail)
+            failure = render_failure(Failure.ERROR, detail)
             if placeholder is None:
                 placeholder = _post(slack, job.channel, job.thread_ts, failure)
             else:
                 _update(slack, job.channel, placeholder, failure)
             store.finish_answer(key, [])
-            return Outcome("failed")
+            return Outcome(OutcomeStatus.FAILED)
         store.release_answer(key, owner)
         raise
 
@@ -173,12 +188,12 @@ def _answer(
     job: Job,
     settings: Settings,
     store: StateStore,
-    slack: Any,
+    slack: SlackClient,
     mirrors: MirrorStore,
     deadline: float,
     placeholder: str,
     posted: list[str],
-    model_client: Callable[[], Any] | None,
+    model_client: Callable[[], ModelClient] | None,
 ) -> Outcome:
     config = settings.bot_config
     if config is None:
@@ -195,10 +210,11 @@ def _answer(
                    "refused_repos": len(job.repos) - len(names)},
         )  # fmt: skip
     if not names or not job.text.strip():
-        msgs = [render_failure("refused_repos" if not names else "empty")]
+        msgs = [render_failure(Failure.EMPTY if names else Refusal.REPOS)]
         ts = _publish(slack, store, job, placeholder, posted, msgs)
         store.finish_answer(job.dedupe_key, ts)
-        return Outcome("refused" if not names else "answered", posted_ts=[placeholder, *ts])
+        status = OutcomeStatus.ANSWERED if names else OutcomeStatus.REFUSED
+        return Outcome(status, posted_ts=[placeholder, *ts])
     # Only the repos this channel may read; any other is never searched, listed or named.
     specs = [RepoSpec.parse(e.url, branch=e.branch, name=e.name) for e in entries]
     history = [
@@ -233,7 +249,7 @@ def _answer(
         extra={"event_id": job.event_id, "channel": job.channel, "thread_ts": job.thread_ts,
                "repo": ",".join(n for n in names), "sha": answer.snapshot.sha, "mode": answer.mode},
     )  # fmt: skip
-    return Outcome("answered", answer, [placeholder, *extra])
+    return Outcome(OutcomeStatus.ANSWERED, answer, [placeholder, *extra])
 
 
 def _turn_readable(turn: dict[str, str], names: list[str]) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from codeask.errors import ToolRefused
@@ -15,16 +15,20 @@ class Workspace(Snapshot):
     `src/app.py` in billing at billing's SHA. Nothing outside these repos can be named."""
 
     def __init__(self, snapshots: Iterable[Snapshot]) -> None:
-        self.parts: dict[str, Snapshot] = {s.repo.name: s for s in snapshots}
-        if len(self.parts) < 2:
+        self._parts: dict[str, Snapshot] = {s.repo.name: s for s in snapshots}
+        if len(self._parts) < 2:
             raise ValueError("a workspace joins two or more repositories")
-        first = next(iter(self.parts.values()))
+        first = next(iter(self._parts.values()))
         # Snapshot's own fields, for code that only reads them: no real tree lives at this root.
         self.root = Path("/nonexistent-workspace")
         self.sha = ",".join(s.sha for s in self.parts.values())
         self.repo = RepoRef(name="+".join(self.parts), url="", branch=None)
         self.deny = first.deny
         self._line_counts = {}
+
+    @property
+    def parts(self) -> Mapping[str, Snapshot]:
+        return self._parts
 
     @property
     def short_sha(self) -> str:
@@ -74,7 +78,3 @@ class Workspace(Snapshot):
     def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:
         part, rest = self.locate(rel)
         return part.link(rest, start, end)
-
-
-def workspace_or_single(snapshots: list[Snapshot]) -> Snapshot:
-    return snapshots[0] if len(snapshots) == 1 else Workspace(snapshots)
