@@ -135,9 +135,8 @@ def bench_bytecode(exe: str, layer: Path, runtime_dir: Path, tmp: Path) -> dict[
 
 def bench_cold_paths(exe: str, pythonpath: str, tmp: Path) -> list[dict[str, Any]]:
     """The ack and the worker, each from a new process to its first response, on loopback."""
-    from codeask.ripgrep import find_rg
-
     from bench_local import git
+    from codeask.search.ripgrep import find_rg
     from fakes import billing
     from fakes.aws import MotoServer
     from fakes.messages_api import FakeMessagesAPI, Reply, text, tool_use

@@ -29,6 +29,7 @@ class LocalSource:
         self.path = local_path(spec.url)
 
     def head(self, timings: dict[str, float], *, strict: bool) -> Head:
+        # `strict` changes nothing here: a repository read in place is never stale.
         mark = time.perf_counter()
         repo = self.objects()
         label, oid = resolve_local(repo, self.spec, str(self.path))
