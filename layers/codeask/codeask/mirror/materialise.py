@@ -7,6 +7,7 @@ import errno
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +27,18 @@ _FILE_PERM = {_MODE_BLOB: 0o444, _MODE_BLOB_GROUP_WRITABLE: 0o444, _MODE_BLOB_EX
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def materialise(repo: pygit2.Repository, sha: str, target: Path, deny: DenyList) -> tuple[str, ...]:
+def materialise(
+    repo: pygit2.Repository,
+    sha: str,
+    target: Path,
+    deny: DenyList,
+    before_rename: Callable[[Path], None] | None = None,
+) -> tuple[str, ...]:
     """Write the commit's tree beside `target`, then rename it into place in one step.
 
     Returns the visible paths written (files and symlinks, sorted), so the caller need not walk
-    the tree again to list it.
+    the tree again to list it. `before_rename` gets the finished tree's temporary path (to write
+    a completeness marker, say); on any failure the temporary tree is removed, never renamed.
     """
     commit = repo[sha].peel(pygit2.Commit)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -41,6 +49,8 @@ def materialise(repo: pygit2.Repository, sha: str, target: Path, deny: DenyList)
         written = plan.write(repo.odb)
         for d in reversed(plan.dirs):
             os.chmod(d, 0o555)
+        if before_rename is not None:
+            before_rename(tmp)
         try:
             os.rename(tmp, target)
         except OSError as exc:
