@@ -59,6 +59,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "snapshot",
             "workspace",
             "verify",
+            "holdback",
             "denylist",
             "pathglob",
         }
