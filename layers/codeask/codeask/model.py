@@ -37,6 +37,8 @@ class ModelResponse(Protocol):
 class Messages(Protocol):
     def create(self, **request: Any) -> Any: ...
 
+    def stream(self, **request: Any) -> Any: ...  # a context manager over the reply's events
+
 
 class ModelClient(Protocol):
     """The one call codeask makes of a model provider: anthropic's Anthropic and AnthropicBedrock,
@@ -50,6 +52,15 @@ class ModelUnavailable(CodeaskError):
     """The model could not be reached or kept failing until the deadline (429/529/5xx/timeouts)."""
 
     exit_code = 3
+
+
+class ModelInterrupted(ModelUnavailable):
+    """A streamed reply broke off after some of it was shown: asking again would show it twice,
+    so the answer ends where it stands. `partial` is the reply as far as it came."""
+
+    def __init__(self, message: str, *, partial: ModelResponse | None) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class ModelRejected(CodeaskError):
@@ -170,9 +181,96 @@ def create_message(
     on_retry: Callable[[str], None] | None = None,
 ) -> ModelResponse:
     """One Messages API call, retried on 429/529/5xx/timeouts only while the deadline allows."""
+    return _with_retries(
+        lambda timeout: client.messages.create(**request, timeout=timeout),
+        deadline=deadline,
+        policy=policy,
+        on_retry=on_retry,
+    )
+
+
+def stream_message(
+    client: ModelClient,
+    request: dict[str, Any],
+    *,
+    deadline: float,
+    on_event: Callable[[Any], None],
+    rewind: Callable[[], bool],
+    policy: RetryPolicy | None = None,
+    on_retry: Callable[[str], None] | None = None,
+) -> ModelResponse:
+    """One Messages API call streamed: `on_event` gets each event as it arrives (text deltas
+    among them). A failure is retried like `create_message`'s, but only after `rewind()` says
+    nothing of the reply was shown yet; once something was, the reply ends where it broke off
+    (ModelInterrupted). The stream is also ended at the deadline, so what remains of it can be
+    posted."""
+    partial: list[Any] = [None]
+
+    def attempt(timeout: float) -> ModelResponse:
+        partial[0] = None
+        with client.messages.stream(**request, timeout=timeout) as stream:
+            for event in stream:
+                partial[0] = stream.current_message_snapshot
+                if time.monotonic() >= deadline:
+                    raise _PastDeadline
+                on_event(event)
+            return cast(ModelResponse, stream.get_final_message())
+
+    def broke_off(why: str) -> None:
+        if not rewind():
+            raise ModelInterrupted(why, partial=partial[0])
+
+    return _with_retries(
+        attempt, deadline=deadline, policy=policy, on_retry=on_retry, broke_off=broke_off
+    )
+
+
+class _PastDeadline(Exception):
+    """The deadline came while a reply was still streaming."""
+
+
+# Errors a stream can report once under way (its HTTP status already 200): the first-party API's
+# types and Bedrock's exception names for the same conditions. Worth asking again.
+_TRANSIENT_STREAM_ERRORS = frozenset(
+    {
+        "overloaded_error", "api_error", "rate_limit_error", "timeout_error",
+        "serviceUnavailableException", "throttlingException", "internalServerException",
+        "modelStreamErrorException", "modelTimeoutException",
+    }
+)  # fmt: skip
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The HTTP library's own transport errors: a stream read that breaks surfaces as one."""
+    found: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        found.append(module.TransportError)
+    return tuple(found)
+
+
+def _with_retries(
+    call: Callable[[float], ModelResponse],
+    *,
+    deadline: float,
+    policy: RetryPolicy | None,
+    on_retry: Callable[[str], None] | None,
+    broke_off: Callable[[str], None] | None = None,
+) -> ModelResponse:
+    """`call(timeout)` until it answers, retried on transient failures while the deadline allows.
+    `broke_off(why)` is asked before each retry and raises when the failed call cannot be
+    repeated (a streamed reply that was already partly shown)."""
     import anthropic
 
     policy = policy or RetryPolicy()
+    broken: tuple[type[Exception], ...] = (
+        anthropic.APIConnectionError,
+        anthropic.APITimeoutError,
+        *_transport_errors(),
+    )
     attempt = 0
     last: Exception | None = None
     while True:
@@ -181,21 +279,19 @@ def create_message(
             why = f"{type(last).__name__}: {_short(last)}" if last else "no time left for a call"
             raise ModelUnavailable(f"the model was unavailable before the deadline ({why})")
         try:
-            return client.messages.create(**request, timeout=max(1.0, left - 0.5))
-        except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as e:
-            raise ModelRejected(
-                f"the model provider refused the credentials: {_short(e)}"
-            ) from None
-        except anthropic.BadRequestError as e:
-            raise ModelRejected(f"the model provider rejected the request: {_short(e)}") from None
-        except (anthropic.APIConnectionError, anthropic.APITimeoutError) as e:
+            return call(max(1.0, left - 0.5))
+        except broken as e:
             last = e
         except anthropic.APIStatusError as e:
-            if e.status_code not in (408, 409, 429) and e.status_code < 500:
-                raise ModelRejected(
-                    f"the model provider answered {e.status_code}: {_short(e)}"
-                ) from None
-            last = e
+            last = _retryable(e)
+        except _PastDeadline:
+            if broke_off is not None:
+                broke_off("the time for this answer ran out")
+            raise ModelUnavailable(
+                "the model was unavailable before the deadline (it was still answering)"
+            ) from None
+        if broke_off is not None:
+            broke_off(f"the model stopped answering ({_short(last)})")
         attempt += 1
         wait = min(policy.cap_s, policy.base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
         retry_after = _retry_after(last)
@@ -208,6 +304,32 @@ def create_message(
         if on_retry:
             on_retry(f"model busy ({_short(last)}); retrying in {wait:.1f} s")
         policy.sleep(wait)
+
+
+def _retryable(e: Exception) -> Exception:
+    """`e` when asking again may help (429, 529, 5xx, an overloaded stream); else ModelRejected."""
+    import anthropic
+
+    if isinstance(e, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+        raise ModelRejected(f"the model provider refused the credentials: {_short(e)}") from None
+    if isinstance(e, anthropic.BadRequestError):
+        raise ModelRejected(f"the model provider rejected the request: {_short(e)}") from None
+    status = getattr(e, "status_code", 0)
+    if status == 200:
+        # An `error` event in a stream that had started.
+        if _error_type(e) not in _TRANSIENT_STREAM_ERRORS:
+            raise ModelRejected(f"the model's reply failed: {_short(e)}") from None
+    elif status not in (408, 409, 429) and status < 500:
+        raise ModelRejected(f"the model provider answered {status}: {_short(e)}") from None
+    return e
+
+
+def _error_type(e: Exception) -> str | None:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        kind = body["error"].get("type")
+        return str(kind) if kind is not None else None
+    return None
 
 
 def _retry_after(e: Exception | None) -> float | None:
@@ -233,4 +355,4 @@ def _short(e: Exception | None) -> str:
             msg = str(err.get("message", ""))
     msg = msg or str(e)
     msg = msg.splitlines()[0][:200] if msg else type(e).__name__
-    return f"{status} {msg}" if status else msg
+    return f"{status} {msg}" if status and status != 200 else msg
