@@ -92,6 +92,7 @@ class Cut:
     error_type: str = "overloaded_error"
     message: str = "Overloaded"
     drop: bool = False
+    hang: bool = False  # neither: the stream just stops coming until the fake is stopped
 
 
 @dataclass
@@ -432,6 +433,7 @@ class _Stream:
     tokens_per_s: float | None
     bedrock: bool
     drop_after: int | None = None  # close the connection before event number `drop_after`
+    hang_after: int | None = None  # go quiet before event number `hang_after`
 
 
 def _error(status: int, message: str, error_type: str | None = None) -> _Answer:
@@ -798,6 +800,9 @@ class FakeMessagesAPI(LoopbackServer):
                 if stream.tokens_per_s and tokens:
                     if self._stopping.wait(tokens / stream.tokens_per_s):
                         return
+                if stream.hang_after is not None and i >= stream.hang_after:
+                    self._stopping.wait()  # a model that went quiet: until the fake stops
+                    return
                 if stream.drop_after is not None and i >= stream.drop_after:
                     # The body ends without its last chunk: the client sees a broken connection.
                     handler.wfile.flush()
@@ -861,6 +866,8 @@ def _stream_events(
         broken = len(events) - 2  # after the last delta, before message_delta
     if cut.drop:
         return _Stream(events, tokens_per_s, bedrock, drop_after=broken)
+    if cut.hang:
+        return _Stream(events, tokens_per_s, bedrock, hang_after=broken)
     error = {"type": "error", "error": {"type": cut.error_type, "message": cut.message}}
     return _Stream([*events[:broken], (error, 0)], tokens_per_s, bedrock)
 

@@ -294,6 +294,7 @@ class FakeSlack(LoopbackServer):
         self._rate_limits: dict[str, list[int]] = {}
         self._budgets: dict[str, _Bucket] = {}
         self._failures: dict[str, list[str]] = {}
+        self._fail_after: dict[str, int] = {}
         # Messages still being streamed (chat.startStream until chat.stopStream).
         self._streaming: set[tuple[str, str]] = set()
         self._last_ts = _FIRST_TS_MICROS
@@ -338,10 +339,12 @@ class FakeSlack(LoopbackServer):
         with self._lock:
             self._budgets[method] = _Bucket(per_minute, room, room, time.monotonic())
 
-    def fail(self, method: str, error: str, times: int = 1) -> None:
-        """The next `times` calls to `method` answer 200 `{"ok": false, "error": error}`."""
+    def fail(self, method: str, error: str, times: int = 1, *, after: int = 0) -> None:
+        """The next `times` calls to `method` answer 200 `{"ok": false, "error": error}`; with
+        `after`, only once that many more calls to it have gone through."""
         with self._lock:
             self._failures.setdefault(method, []).extend([error] * times)
+            self._fail_after[method] = after
 
     def add_thread_message(
         self,
@@ -494,7 +497,9 @@ class FakeSlack(LoopbackServer):
                 {"Retry-After": str(max(1, math.ceil(wait)))},
             )
         failures = self._failures.get(method)
-        if failures:
+        if failures and self._fail_after.get(method, 0) > 0:
+            self._fail_after[method] -= 1
+        elif failures:
             return _Answer(200, {"ok": False, "error": failures.pop(0)})
         handler = self._methods.get(method)
         if handler is None:

@@ -3,6 +3,11 @@ speaking server-sent events: what reaches the reader, retries, and streams that 
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -181,3 +186,63 @@ def test_streamed_usage_and_prompt_caching_are_counted_as_billed(tmp_path: Path,
     assert usage["cache_read_tokens"] == billed["cache_read_input_tokens"] > 0
     assert usage["cache_write_tokens"] == billed["cache_creation_input_tokens"]
     assert usage["model_calls"] == 3
+
+
+def test_the_command_line_prints_the_answer_as_it_is_written_marks_included(
+    tmp_path: Path, repo: Any
+) -> None:
+    # Given a model writing at a reader's pace an answer with an invented path
+    answer = FINAL + "\n- `billing/ledger.py:12` — the ledger"
+    with FakeMessagesAPI([Reply([text(answer)])], tokens_per_s=60) as fake:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path / "home"),
+            "MIRROR_ROOT": str(tmp_path / "mirrors"),
+            "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
+            "ANTHROPIC_API_KEY": "sk-ant-test",
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "codeask.cli", "ask", "--quiet", "--repo", str(repo.path),
+             "Where are failed jobs retried?"],
+            stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        # When the answer is read as it comes
+        pieces: list[tuple[str, bool]] = []
+        while chunk := os.read(proc.stdout.fileno(), 4096).decode():
+            pieces.append((chunk, proc.poll() is None))
+        proc.wait(60)
+    out = "".join(p for p, _ in pieces)
+    # Then it came in pieces while codeask was still running, not all at the end
+    assert proc.returncode == 0
+    assert sum(1 for _, running in pieces if running) >= 3
+    # and what was printed is the answer with the invented path marked, then the footer
+    assert out.startswith(FINAL + "\n- `billing/ledger.py:12` (⚠️ unverified) — the ledger\n")
+    assert "Could not verify 1 reference" in out and "· claude" in out
+    # and no invented path was ever printed bare in the answer: the mark came with it, in the
+    # same piece (the warning below the answer names it too: that is the warning)
+    printed = ""
+    for piece, _ in pieces:
+        printed += piece
+        for hit in re.finditer(r"billing/ledger\.py", printed.split("⚠️ Could not verify")[0]):
+            assert printed[hit.end() :].startswith(":12` (⚠️ unverified)")
+
+
+def test_json_output_is_unchanged_and_not_streamed(tmp_path: Path, repo: Any, fake: Any) -> None:
+    fake.script = [Reply([text(FINAL)])]
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "MIRROR_ROOT": str(tmp_path / "mirrors"),
+        "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "ANTHROPIC_BASE_URL": fake.base_url,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "codeask.cli", "ask", "--json", "--repo", str(repo.path), "q?"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    out = json.loads(done.stdout)
+    assert out["answer"] == FINAL and out["mode"] == "claude"

@@ -530,6 +530,26 @@ def render_answer(
     return messages
 
 
+# --- an answer still being written -----------------------------------------------------------
+
+WRITING = "✍️ still writing…"
+
+
+def render_partial(markdown: str) -> SlackMessage:
+    """A chat.update of the placeholder with the answer so far (`body_markdown` of what is
+    settled), for workspaces without chat.startStream. Only the first message's worth is shown;
+    the finished answer splits into continuations as usual."""
+    blocks: list[dict[str, Any]] = []
+    size = 0
+    for chunk in split_body(markdown):
+        if size + len(chunk) > MESSAGE_TEXT_BUDGET - PROGRESS_CHARS:
+            break
+        blocks.append(_markdown(chunk))
+        size += len(chunk)
+    blocks.append(_context(WRITING))
+    return SlackMessage(text=_fallback(markdown), blocks=blocks)
+
+
 # --- placeholder, progress, failures ---------------------------------------------------------
 
 
@@ -623,6 +643,7 @@ __all__: list[str] = [
     "neutralise",
     "render_answer",
     "render_failure",
+    "render_partial",
     "render_placeholder",
     "render_progress",
     "split_body",

@@ -88,6 +88,9 @@ class Settings:
     bot_config: BotConfig | None = None
     answer_margin_s: float = 20.0
     max_receives: int = 3  # the jobs queue's maxReceiveCount: the worker's last attempt
+    # How often a streamed answer is sent on to Slack (see slack_stream.py for the measurements).
+    stream_append_s: float = 0.6
+    stream_edit_s: float = 1.5
 
     @property
     def has_model(self) -> bool:
@@ -141,4 +144,6 @@ class Settings:
             bot_config=BotConfig.load(env["CODEASK_CONFIG"]) if env.get("CODEASK_CONFIG") else None,
             answer_margin_s=_float(env, "CODEASK_ANSWER_MARGIN_S", 20.0),
             max_receives=_int(env, "CODEASK_MAX_RECEIVES", 3),
+            stream_append_s=_float(env, "CODEASK_STREAM_APPEND_S", 0.6),
+            stream_edit_s=_float(env, "CODEASK_STREAM_EDIT_S", 1.5),
         )
