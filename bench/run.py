@@ -97,9 +97,11 @@ def main() -> None:
     except ImportError as e:
         rows.append({"name": "sync", "note": f"skipped: {e}"})
     import bench_loop
+    import bench_stream
     import eval_search_only
 
     rows += bench_loop.run(eval_search_only.corpus("pip"))
+    rows += bench_stream.run()
 
     for res in eval_search_only.run():
         res.pop("misses")

@@ -259,3 +259,39 @@ def test_a_job_redelivered_after_a_crash_mid_stream_finishes_that_message(
     # (the dead worker's thread is let go here, so nothing of it outlives the test)
     stack.model.stop()
     crashed.join(30)
+
+
+def test_a_stream_whose_start_was_never_recorded_is_found_and_finished(stack: Stack) -> None:
+    from codeask import clients
+    from codeask.job import Job
+    from codeask.slack_stream import SlackStream
+    from codeask.state import StateStore, StreamMode, StreamRecord, StreamStatus
+    from fakes.stack import BOT_TOKEN, sqs_job_event
+
+    # Given a worker that posted its placeholder, recorded that a stream was starting, started
+    # it, and died before it could record the stream's message
+    job = Job.from_json(sqs_job_event()["Records"][0]["body"])
+    slack = clients.slack(BOT_TOKEN, stack.slack.base_url)
+    store = StateStore(stack.table, boto3.client("dynamodb"))
+    stack.slack.add_thread_message(CHANNEL, THREAD, "where do we retry failed jobs?")
+    placeholder = str(slack.chat_postMessage(channel=CHANNEL, thread_ts=THREAD, text="…")["ts"])
+    assert store.start_answer(job.dedupe_key, "dead", stale_after_s=60) is not None
+    store.record_posts(job.dedupe_key, placeholder, [])
+    store.record_stream(
+        job.dedupe_key,
+        StreamRecord(StreamMode.STREAM, StreamStatus.STARTING, replaced=placeholder),
+    )
+    orphan = str(
+        slack.chat_startStream(channel=CHANNEL, thread_ts=THREAD, recipient_user_id=job.user,
+                               recipient_team_id=job.team_id, markdown_text="Failed jobs")["ts"]
+    )  # fmt: skip
+    # When the next attempt picks the job up
+    state = store.get_answer(job.dedupe_key)
+    assert state is not None and state.stream is not None
+    stream = SlackStream(slack, store, job, placeholder, previous=state.stream)
+    stream.recover()
+    # Then it adopts that stream's message: stopped, the answer's from now on, the placeholder gone
+    assert stream.answer_ts == orphan and not stack.slack.is_streaming(CHANNEL, orphan)
+    assert [m["ts"] for m in bot(stack.slack.messages(CHANNEL, THREAD))] == [orphan]
+    after = store.get_answer(job.dedupe_key)
+    assert after is not None and after.placeholder_ts == orphan

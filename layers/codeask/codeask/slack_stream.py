@@ -16,13 +16,16 @@ if TYPE_CHECKING:
     from codeask.holdback import Settled
     from codeask.job import Job
 
-# chat.appendStream is a Tier 4 method (100+ calls a minute); one stream appends at most this
-# often, whatever arrives in between going out together.
+# How often what is new goes out; whatever arrives in between goes together. Slack's budgets are
+# per method and per workspace, shared by every answer streaming at once; measured by `make
+# bench` (bench/bench_stream.py) with answers written at 65 tokens/s for 13 s:
+# - chat.appendStream is Tier 4 (100+ a minute): every 0.6 s draws no 429 for one answer (0.3 s
+#   does); three at once draw a few whatever the interval, and see no more appends for it.
+# - chat.update (the fallback) is Tier 3 (50+ a minute): every 2 s draws no 429 with two answers
+#   at once (1 s: six, and no more edits seen: the budget, not the interval, sets the pace).
+# Past that, a stream backs off on the 429s by itself (Retry-After, doubling) and stays slower.
 APPEND_INTERVAL_S = 0.6
-# chat.update is Tier 3 (50+ a minute) and shared with every other answer in the workspace.
-# Measured with `make bench` (bench/bench_stream.py) against a 50-a-minute budget: one edit
-# every 1.5 s keeps two answers streaming at once clear of 429s; faster edits only buy 429s.
-EDIT_INTERVAL_S = 1.5
+EDIT_INTERVAL_S = 2.0
 BACKOFF_MAX_S = 10.0  # after 429s the interval doubles up to this; Retry-After is honoured too
 # Beyond this much streamed text the reader waits for the finished answer, which continues in
 # further messages; a message (and one chat.appendStream call) holds at most 12,000 characters.
@@ -185,10 +188,14 @@ class SlackStream:
                         return
                     self.backoff = min(BACKOFF_MAX_S, max(2 * self.backoff, 1.0, _retry_after(e)))
                     self.next_at = self.clock() + self.backoff
+                    # The budget is shared with other answers: stay slower for the rest of this
+                    # one rather than knock again at the old pace.
+                    if self.mode is not None:
+                        self.intervals[self.mode] = max(self.intervals[self.mode], self.backoff)
                     with self._cond:
                         self.shown_version = -1  # send it again, after the pause
                     continue
-            self.backoff = 0.0
+            self.backoff = 0.0 if self.backoff <= 1.0 else self.backoff / 2
             assert self.mode is not None
             self.next_at = self.clock() + self.intervals[self.mode]
 

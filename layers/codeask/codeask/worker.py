@@ -249,7 +249,7 @@ def _answer(
         history=history,
         deadline=deadline,
         client=model_client() if model_client else None,
-        sink=stream,
+        sink=stream if settings.stream else None,
     )
     msgs = render_answer(answer, elapsed_s=time.monotonic() - started, feedback_key=job.dedupe_key)
     # The finished answer replaces what was shown while it was written, in the same message.
