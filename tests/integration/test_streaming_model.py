@@ -44,16 +44,18 @@ def fake() -> Any:
         yield api
 
 
+def env_for(tmp_path: Path, fake: FakeMessagesAPI) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "MIRROR_ROOT": str(tmp_path / "mirrors"),
+        "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "ANTHROPIC_BASE_URL": fake.base_url,
+    }
+
+
 def settings_for(tmp_path: Path, fake: FakeMessagesAPI) -> Settings:
-    return Settings.from_env(
-        {
-            "HOME": str(tmp_path / "home"),
-            "MIRROR_ROOT": str(tmp_path / "mirrors"),
-            "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
-            "ANTHROPIC_API_KEY": "sk-ant-test",
-            "ANTHROPIC_BASE_URL": fake.base_url,
-        }
-    )
+    return Settings.from_env(env_for(tmp_path, fake))
 
 
 class Screen:
@@ -194,15 +196,7 @@ def test_the_command_line_prints_the_answer_as_it_is_written_marks_included(
     # Given a model writing at a reader's pace an answer with an invented path
     answer = FINAL + "\n- `billing/ledger.py:12` — the ledger"
     with FakeMessagesAPI([Reply([text(answer)])], tokens_per_s=60) as fake:
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(tmp_path / "home"),
-            "MIRROR_ROOT": str(tmp_path / "mirrors"),
-            "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
-            "ANTHROPIC_API_KEY": "sk-ant-test",
-            "ANTHROPIC_BASE_URL": fake.base_url,
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = {**env_for(tmp_path, fake), "PATH": os.environ["PATH"], "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "codeask.cli", "ask", "--quiet", "--repo", str(repo.path),
              "Where are failed jobs retried?"],
@@ -232,14 +226,7 @@ def test_the_command_line_prints_the_answer_as_it_is_written_marks_included(
 
 def test_json_output_is_unchanged_and_not_streamed(tmp_path: Path, repo: Any, fake: Any) -> None:
     fake.script = [Reply([text(FINAL)])]
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path / "home"),
-        "MIRROR_ROOT": str(tmp_path / "mirrors"),
-        "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
-        "ANTHROPIC_API_KEY": "sk-ant-test",
-        "ANTHROPIC_BASE_URL": fake.base_url,
-    }
+    env = {**env_for(tmp_path, fake), "PATH": os.environ["PATH"]}
     done = subprocess.run(
         [sys.executable, "-m", "codeask.cli", "ask", "--json", "--repo", str(repo.path), "q?"],
         capture_output=True, text=True, env=env, timeout=120,

@@ -131,6 +131,34 @@ def test_an_answer_streams_in_its_own_message_and_ends_as_the_posted_answer(
     assert body.startswith(record["shown"]) and record["shown"]
 
 
+def test_a_streamed_answer_ends_exactly_as_the_same_answer_posted_without_streaming(
+    streaming: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack = streaming
+    model_answers(stack, "The ledger is in `billing/ledger.py:12`; " + ANSWER)
+    # Given the same question asked with streaming, and (in another thread) without
+    ask_once(stack)
+    streamed, _ = final_body(stack)
+    monkeypatch.setenv("CODEASK_STREAM", "off")
+    lambdas.reset_settings()
+    other = "1764430099.000100"
+    assert ack(event("app_mention", **{"event_id": "Ev0PLAIN01", "event.ts": other,
+                                        "event.event_ts": other}))["statusCode"] == 200  # fmt: skip
+    work(stack.queued())
+    [posted] = bot(stack.slack.messages(CHANNEL, other))
+    assert not any(
+        c.args.get("thread_ts") == other for c in stack.slack.calls_to("chat.startStream")
+    )
+
+    # Then both end the same: text, body, warning and buttons (the footer's seconds aside)
+    def same(m: dict[str, Any]) -> list[dict[str, Any]]:
+        blocks = [b for b in m["blocks"] if b["type"] != "context"]
+        return json.loads(json.dumps(blocks).replace(THREAD, "T").replace(other, "T"))
+
+    assert same(streamed) == same(posted) and streamed["text"] == posted["text"]
+    assert [b["type"] for b in streamed["blocks"]] == [b["type"] for b in posted["blocks"]]
+
+
 def test_an_invented_path_is_never_shown_without_its_mark_in_any_state(streaming: Stack) -> None:
     stack = streaming
     model_answers(stack, "The ledger is posted in `billing/ledger.py:12`, next to " + ANSWER)

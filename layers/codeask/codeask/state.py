@@ -200,19 +200,7 @@ class StateStore:
 
     def record_posts(self, key: str, placeholder_ts: str | None, posted_ts: list[str]) -> None:
         """Remember what was posted, so a redelivery edits those messages instead of posting again."""
-        names = {"#p": "posted_ts"}
-        values: dict[str, Any] = {":p": {"L": [{"S": t} for t in posted_ts]}}
-        expr = "SET #p = :p"
-        if placeholder_ts:
-            expr += ", placeholder_ts = :ph"
-            values[":ph"] = {"S": placeholder_ts}
-        self.db.update_item(
-            TableName=self.table,
-            Key={"pk": {"S": "answer#" + key}},
-            UpdateExpression=expr,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
+        self._record(key, "posted_ts", {"L": [{"S": t} for t in posted_ts]}, placeholder_ts)
 
     def record_stream(
         self, key: str, stream: StreamRecord, *, placeholder_ts: str | None = None
@@ -220,8 +208,13 @@ class StateStore:
         """Remember a stream as it starts, moves into a message, and ends: a redelivery then
         finishes that message instead of starting another. `placeholder_ts` moves the answer
         to the stream's own message."""
-        expr = "SET #st = :st"
-        values: dict[str, Any] = {":st": {"S": stream.to_json()}}
+        self._record(key, "stream", {"S": stream.to_json()}, placeholder_ts)
+
+    def _record(
+        self, key: str, name: str, value: dict[str, Any], placeholder_ts: str | None
+    ) -> None:
+        expr = "SET #n = :v"
+        values: dict[str, Any] = {":v": value}
         if placeholder_ts:
             expr += ", placeholder_ts = :ph"
             values[":ph"] = {"S": placeholder_ts}
@@ -229,7 +222,7 @@ class StateStore:
             TableName=self.table,
             Key={"pk": {"S": "answer#" + key}},
             UpdateExpression=expr,
-            ExpressionAttributeNames={"#st": "stream"},
+            ExpressionAttributeNames={"#n": name},
             ExpressionAttributeValues=values,
         )
 
