@@ -12,7 +12,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from codeask.ripgrep import find_rg  # noqa: E402
+from codeask.search import syntax  # noqa: E402
+from codeask.search.ripgrep import find_rg  # noqa: E402
 from codeask.snapshot import RepoRef, Snapshot  # noqa: E402
 from codeask.tools import Toolbox  # noqa: E402
 from corpus import make_corpus  # noqa: E402
@@ -28,37 +29,48 @@ PATTERNS = [
 ]
 
 
-def paired_ms(a, b, repeats: int = REPEATS) -> tuple[float, float]:
-    """Median wall time of a and b, interleaved so that load on the machine hits both alike."""
-    a(), b()  # warm the page cache and any lazy state
+def paired_samples(a, b, repeats: int = REPEATS) -> tuple[list[float], list[float]]:
+    """Wall times of a and b in ms, interleaved so that load on the machine hits both alike."""
+    a(), b()  # warm the page cache and the grammars
     ta, tb = [], []
     for _ in range(repeats):
         for fn, acc in ((a, ta), (b, tb)):
             t = time.perf_counter()
             fn()
             acc.append((time.perf_counter() - t) * 1000)
-    return statistics.median(ta), statistics.median(tb)
+    return ta, tb
 
 
 def bench_search(tree: Path) -> list[dict]:
+    """search_code (rg, ranking, parsing the files it shows, rendering) against bare rg.
+
+    Every call gets a fresh toolbox and an empty parse cache, so the figures are a first search
+    over a snapshot, the slowest case; later searches in a question reuse the parses."""
     rg = find_rg()
     snap = Snapshot(tree, "0" * 40, RepoRef("corpus", str(tree)))
     rows = []
-    total_tool = total_rg = 0.0
+    all_tool: list[float] = []
+    all_rg: list[float] = []
+
+    def tool(p: str) -> None:
+        syntax.clear_cache()
+        Toolbox(snap).run("search_code", {"pattern": p})
+
     for pattern in PATTERNS:
-        # A fresh toolbox per call: no file cache carried over from the previous repetition.
-        tool_ms, rg_ms = paired_ms(
-            lambda p=pattern: Toolbox(snap).run("search_code", {"pattern": p}),
+        tool_ms, rg_ms = paired_samples(
+            lambda p=pattern: tool(p),
             lambda p=pattern: subprocess.run(
                 [rg, "-n", "--no-heading", "-e", p, "--", "."], cwd=tree, capture_output=True
             ),
         )
-        total_tool += tool_ms
-        total_rg += rg_ms
-        rows.append({"name": f"search_code vs rg: {pattern}", "ratio": round(tool_ms / rg_ms, 2),
-                     "a_ms": round(tool_ms, 1), "b_ms": round(rg_ms, 1)})  # fmt: skip
-    rows.append({"name": "search_code vs bare rg (all patterns)", "ratio": round(total_tool / total_rg, 2),
-                 "a_ms": round(total_tool, 1), "b_ms": round(total_rg, 1), "aim": "<= 1.3x"})  # fmt: skip
+        all_tool += tool_ms
+        all_rg += rg_ms
+        a, b = statistics.median(tool_ms), statistics.median(rg_ms)
+        rows.append({"name": f"search_code vs rg: {pattern}", "ratio": round(a / b, 2),
+                     "a_ms": round(a, 1), "b_ms": round(b, 1)})  # fmt: skip
+    a, b = statistics.median(all_tool), statistics.median(all_rg)
+    rows.append({"name": "search_code vs bare rg, p50 of all searches", "ratio": round(a / b, 2),
+                 "a_ms": round(a, 1), "b_ms": round(b, 1), "aim": "<= 2x and < 250 ms"})  # fmt: skip
     return rows
 
 
@@ -89,13 +101,18 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     tree = make_corpus(OUT / "corpus10k")
     print(f"corpus: {tree} ({sum(1 for _ in tree.rglob('*.py'))} files)", file=sys.stderr)
-    rows = bench_search(tree) + bench_imports()
-    try:
-        import bench_sync
+    import bench_cold
+    import bench_local
+    import bench_redact
+    import bench_sync
 
-        rows += bench_sync.run(tree, OUT / "sync")
-    except ImportError as e:
-        rows.append({"name": "sync", "note": f"skipped: {e}"})
+    rows = bench_search(tree) + bench_imports() + bench_redact.run()
+
+    # The corpus again with thousands of commits on top: a repository with a long history.
+    history = bench_local.make_history_repo(tree, OUT / "history")
+    rows += bench_local.run(history, OUT / "local", label="synthetic (10k files, 5k commits)")
+    rows += bench_sync.run(history, OUT / "sync")
+    rows += bench_cold.run(OUT)
     import bench_loop
     import bench_stream
     import eval_search_only

@@ -96,14 +96,18 @@ def one(metrics: list[Emitted], name: str) -> Emitted:
     return found[0]
 
 
+def has_tool_results(body: dict[str, Any]) -> bool:
+    """Whether a request to the model carries tool results (the tools have run once)."""
+    return any(
+        isinstance(b, dict) and b.get("type") == "tool_result"
+        for m in body["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+    )
+
+
 def model_answers(stack: Stack) -> None:
     def script(body: dict[str, Any]) -> Any:
-        searched = any(
-            isinstance(b, dict) and b.get("type") == "tool_result"
-            for m in body["messages"]
-            for b in (m["content"] if isinstance(m["content"], list) else [])
-        )
-        if searched:
+        if has_tool_results(body):
             return Reply([text(ANSWER)])
         return Reply([tool_use("search_code", {"pattern": "def retry_job"})])
 
@@ -212,7 +216,8 @@ def test_an_answer_emits_its_latency_cost_and_trust_figures(
     e2e = one(metrics, "EndToEndLatency")
     assert e2e.unit == "Seconds" and 0 <= e2e.values[0] < 60
     assert one(metrics, "SyncLatency").unit == "Milliseconds"
-    assert one(metrics, "SyncFetches").values == (1.0,)  # the first question fetches the remote
+    # the stack's repository is on this disk, read in place: there is nothing to fetch
+    assert one(metrics, "SyncFetches").values == (0.0,)
     assert one(metrics, "ModelRounds").values == (2.0,)  # one search, then the answer
     assert one(metrics, "ToolCalls").values == (1.0,)
     tokens = {n: one(metrics, n).values[0] for n in ("InputTokens", "OutputTokens",
@@ -220,12 +225,49 @@ def test_an_answer_emits_its_latency_cost_and_trust_figures(
     assert tokens["OutputTokens"] > 0 and sum(tokens.values()) > tokens["OutputTokens"]
     cost = one(metrics, "EstimatedCostUSD")
     assert cost.unit == "None" and 0 < cost.values[0] < 1
-    for name in ("UnverifiedPaths", "AnswersWithUnverifiedPaths", "Redactions",
-                 "ModelFallbacks", "StoppedEarly"):  # fmt: skip
+    for name in ("UnverifiedPaths", "AnswersWithUnverifiedPaths", "ModelFallbacks",
+                 "StoppedEarly"):  # fmt: skip
         assert one(metrics, name).values == (0.0,), name
+    assert "Redactions" not in by_name(metrics)  # split by kind: nothing redacted, nothing sent
     # the per-answer figures go out together, in one document with service as the only dimension
     answer_doc = one(metrics, "AnswersPosted").doc_metrics
     assert {"EndToEndLatency", "EstimatedCostUSD", "UnverifiedPaths"} <= set(answer_doc)
+
+
+def test_redactions_are_counted_per_kind(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a repository whose deploy config holds a password, a JWT and a Kubernetes Secret
+    jwt = ".".join(
+        ("eyJ" + "hbGciOiJIUzI1NiJ9", "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0", "c2lnbmF0dXJl")
+    )
+    stack.repo.commit(
+        {
+            "deploy/app.yaml": "db:\n  password: Tr0ub4dor-and-3\n  session: " + jwt + "\n",
+            "deploy/secret.yaml": "kind: Secret\ndata:\n  user: YWRtaW4=\n  pass: aHVudGVyMg==\n",
+        },
+        message="deploy config",
+    )
+
+    def script(body: dict[str, Any]) -> Any:
+        if has_tool_results(body):
+            return Reply([text("The database settings are in `deploy/app.yaml:1`.")])
+        return Reply([tool_use("read_file", {"path": "deploy/app.yaml"}),
+                      tool_use("read_file", {"path": "deploy/secret.yaml"})])  # fmt: skip
+
+    stack.model.script = script
+    ack(mention_now())
+    records = stack.queued()
+    capsys.readouterr()
+
+    # When the worker answers, the model having read both files
+    assert work(records) == {"batchItemFailures": []}
+
+    # Then each kind of secret kept from the model is its own Redactions metric
+    metrics = emitted(capsys.readouterr().out)
+    assert_catalogued(metrics)
+    kinds = {m.dims["Kind"]: m.values for m in by_name(metrics)["Redactions"]}
+    assert kinds == {"secret-assignment": (1.0,), "jwt": (1.0,), "kubernetes-secret": (2.0,)}
+    sent = json.dumps([r.body for r in stack.model.requests])
+    assert "Tr0ub4dor-and-3" not in sent and jwt not in sent and "aHVudGVyMg==" not in sent
 
 
 def test_a_search_only_answer_counts_a_model_fallback(
@@ -334,6 +376,8 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     from codeask import lambdas
 
     model_answers(stack)
+    jwt = ".".join(("eyJ" + "hbGciOiJIUzI1NiJ9", "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0", "c2ln"))
+    stack.repo.commit({"billing/tokens.py": f"def retry_job_token(): return '{jwt}'\n"})  # redacted
     capsys.readouterr()
     ack(mention_now())  # queued
     ack(event("slack_retry"))  # duplicate

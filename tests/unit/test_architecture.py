@@ -9,8 +9,8 @@ it, never one above:
     slack    slack_ingress, worker, render, clients, state, job, feedback
              Slack in (the ack) and out (the worker's posts), the queued job, DynamoDB state
       │
-    engine   answer, agent, model, tools, search, search_only, ripgrep, relevance, mirror,
-             snapshot, workspace, verify, denylist, pathglob
+    engine   answer, agent, model, tools, search (the rg runner, syntax, ranking, rendering),
+             search_only, mirror, snapshot, workspace, verify, denylist, pathglob
              one question over a pinned snapshot; knows nothing of Slack, SQS or Lambda
       │
     shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram
@@ -53,8 +53,6 @@ LAYERS: dict[str, frozenset[str]] = {
             "tools",
             "search",
             "search_only",
-            "ripgrep",
-            "relevance",
             "mirror",
             "snapshot",
             "workspace",

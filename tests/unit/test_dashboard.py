@@ -265,7 +265,8 @@ def test_split_metrics_are_searched_across_every_value_of_their_dimension(
             split = CATALOGUE[ref.name][1]
             assert ref.dims[split] is None, f"{ref.where}: {ref.name} pinned to one {split}"
     searched = {(r.name, d) for r in dashboard_refs(body) for d, v in r.dims.items() if v is None}
-    assert {("Refusals", "Reason"), ("Errors", "Kind"), ("MirrorAge", "Repo")} <= searched
+    assert {("Refusals", "Reason"), ("Errors", "Kind"), ("Redactions", "Kind"),
+            ("MirrorAge", "Repo")} <= searched  # fmt: skip
 
 
 def test_latencies_show_p50_p95_p99_and_have_time_units(body: dict[str, Any]) -> None:

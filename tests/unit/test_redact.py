@@ -1,4 +1,4 @@
-"""Behaviour of the redaction gate: what is redacted, what is left alone, and failing closed."""
+"""The redaction gate on tool results: what is redacted, what is left alone, and failing closed."""
 
 from __future__ import annotations
 
@@ -6,10 +6,20 @@ import base64
 import json
 import random
 import threading
+from collections.abc import Callable
 
 import pytest
 
-from codeask.redact import REDACTED, Redaction, RedactionGate, private_key_lines, scan
+from codeask.redact import (
+    KINDS,
+    REDACTED,
+    Redaction,
+    RedactionGate,
+    count_markers,
+    private_key_lines,
+    scan,
+)
+from codeask.redact.tokens import RULES
 
 # Every fake secret is assembled at runtime so this file never holds a secret-shaped literal
 # that a CI secret scanner would (rightly) flag.
@@ -51,6 +61,39 @@ JWT = (
 RANDOM_VALUE = "Xk9f" + "j2Lq8mZp" + "4Rt7"
 HEX_VALUE = "a8f5f167" + "f44f4964e6c998dee827110c"
 HUMAN_PASSWORD = "hunter" + "22" + "!x"
+
+
+def chars(alphabet: str, n: int, seed: int = 5) -> str:
+    """A random run of `n` characters, with at least one upper, lower and digit when the
+    alphabet has them (real keys mix every class)."""
+    rng = random.Random(seed)
+    while True:
+        out = "".join(rng.choice(alphabet) for _ in range(n))
+        if all(
+            any(c in cls for c in out) for cls in (UPPER, LOWER, DIGITS) if set(cls) & set(alphabet)
+        ):
+            return out
+
+
+UPPER, LOWER, DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789"
+ALNUM = UPPER + LOWER + DIGITS
+HEX = "0123456789abcdef"
+AZURE_ACCOUNT_KEY = chars(ALNUM + "+/", 86) + "=="
+AZURE_SIG = chars(ALNUM, 40) + "%3D"
+TWILIO = "SK" + chars(HEX, 32)
+SENDGRID = "SG." + chars(ALNUM + "_-", 22) + "." + chars(ALNUM + "_-", 43)
+MAILGUN = "key-" + chars(HEX, 32)
+HEROKU = "HRKU-AA" + chars(ALNUM + "_-", 58)
+DIGITALOCEAN = "dop_" + "v1_" + chars(HEX, 64)
+SHOPIFY = "shp" + "at_" + chars(HEX, 32)
+VAULT = "hv" + "s." + chars(ALNUM + "_-", 95)
+TERRAFORM = chars(LOWER + DIGITS, 14) + "." + "atlas" + "v1." + chars(ALNUM + "_-", 66)
+SQUARE = "sq0" + "csp-" + chars(ALNUM + "_-", 43)
+HUGGINGFACE = "hf" + "_" + chars(UPPER + LOWER, 34)
+DATABRICKS = "dapi" + chars(HEX, 32)
+GRAFANA = "glsa" + "_" + chars(ALNUM, 32) + "_" + chars(HEX, 8)
+STRIPE_TEST = "sk_" + "test_" + chars(ALNUM, 24)
+GITLAB_DEPLOY = "gl" + "dt-" + chars(ALNUM + "_-", 20)
 
 
 def marker(kind: str) -> str:
@@ -111,6 +154,47 @@ def pem_block(algorithm: str = "RSA ", body: list[str] | None = None) -> list[st
         pytest.param("jwt", "Authorization: Bearer ", JWT, "", id="jwt-header"),
         pytest.param("jwt", '{"id_token": "', JWT, '"}', id="jwt-json"),
         pytest.param("url-password", "postgres://app:", "S3cr3t" + "Pa55", "@db:5432/x", id="url"),
+        pytest.param("url-password", "redis://:", "S3cr3t" + "@Pa55", "@cache:6379", id="url-at"),
+        pytest.param(
+            "url-password", "mongodb+srv://u:", "S3cr3t" + "Pa55", "@c0.x.net/db", id="url-srv"
+        ),
+        pytest.param(
+            "url-password", "http://ci:", "whywouldyou" + "sendthisinclear", "@x.io", id="url-lower"
+        ),
+        pytest.param(
+            "azure-storage-key",
+            "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=",
+            AZURE_ACCOUNT_KEY,
+            ";EndpointSuffix=core.windows.net",
+            id="azure-connection-string",
+        ),
+        pytest.param(
+            "azure-sas-token",
+            "https://acme.blob.core.windows.net/c?sv=2022-11-02&ss=b&sp=r&sig=",
+            AZURE_SIG,
+            "",
+            id="azure-sas",
+        ),
+        pytest.param("twilio-key", "sid = '", TWILIO, "'", id="twilio"),
+        pytest.param("sendgrid-key", "SENDGRID=", SENDGRID, "", id="sendgrid"),
+        pytest.param("mailgun-key", "mg = Mailgun('", MAILGUN, "')", id="mailgun"),
+        pytest.param("heroku-key", "heroku: ", HEROKU, "", id="heroku"),
+        pytest.param("digitalocean-token", "do_token: ", DIGITALOCEAN, "", id="digitalocean"),
+        pytest.param("shopify-token", "Shopify('", SHOPIFY, "')", id="shopify"),
+        pytest.param("vault-token", "VAULT_TOKEN=", VAULT, "", id="vault"),
+        pytest.param(
+            "terraform-token",
+            'credentials "app.terraform.io" { token = "',
+            TERRAFORM,
+            '" }',
+            id="terraform-cloud",
+        ),  # fmt: skip
+        pytest.param("square-token", "client(", SQUARE, ")", id="square"),
+        pytest.param("huggingface-token", "login('", HUGGINGFACE, "')", id="huggingface"),
+        pytest.param("databricks-token", "host=x token=", DATABRICKS, "", id="databricks"),
+        pytest.param("grafana-token", "Bearer ", GRAFANA, "", id="grafana"),
+        pytest.param("stripe-key", "stripe.api_key = '", STRIPE_TEST, "'", id="stripe-test"),
+        pytest.param("gitlab-token", "deploy token ", GITLAB_DEPLOY, "", id="gitlab-deploy"),
     ],
 )
 def test_vendor_token_is_replaced_by_marker_naming_its_kind(
@@ -193,6 +277,118 @@ def test_random_literal_assigned_to_secret_name_loses_only_its_value(
     assert out == before + marker("secret-assignment") + after
     assert secret not in out
     assert counts == {"secret-assignment": 1}
+
+
+# --- Config shapes in tool output -----------------------------------------------------------
+
+
+def read_file_rows(lines: list[str], first: int = 40) -> str:
+    """What read_file prints: a header, then `NN  text` rows."""
+    width = len(str(first + len(lines) - 1))
+    rows = [f"{n:>{width}}  {line}" for n, line in enumerate(lines, start=first)]
+    return "\n".join(
+        [f"config/app.yaml lines {first}-{first + len(lines) - 1} of 90 at a3f9c21", *rows]
+    )
+
+
+def search_code_rows(lines: list[str], hit: int = 42) -> str:
+    """What search_code prints: a header, the file, its scope, `>` on the hit, context around."""
+    rows = [f"  {'>' if n == hit else ' '} {n:>5}  {line}"
+            for n, line in enumerate(lines, start=hit - 1)]  # fmt: skip
+    return "\n".join(["1 match in 1 file for `password`; complete list, ranked.", "",
+                      "config/app.yaml [config] — 1 match", "  in db", *rows])  # fmt: skip
+
+
+GATE_SHAPES = [
+    pytest.param(["db:", "  password: " + HUMAN_PASSWORD, "  port: 5432"], id="yaml"),
+    pytest.param(["  - DB_PASSWORD=" + HUMAN_PASSWORD], id="compose-env-list"),
+    pytest.param(["ENV DB_PASSWORD=" + RANDOM_VALUE], id="dockerfile-env"),
+    pytest.param(["ARG NPM_TOKEN=" + RANDOM_VALUE], id="dockerfile-arg"),
+    pytest.param(["export X_TOKEN=" + RANDOM_VALUE + " \\"], id="shell-export-continued"),
+    pytest.param(["spring.datasource.password=" + HUMAN_PASSWORD], id="properties"),
+    pytest.param(['  password = "' + HUMAN_PASSWORD + '"'], id="hcl-quoted"),
+    pytest.param(
+        ["Server=db;Database=app;User Id=sa;Password=" + HUMAN_PASSWORD + ";"],
+        id="connection-string",
+    ),  # fmt: skip
+    pytest.param(['{"name": "DB_PASSWORD", "value": "' + HUMAN_PASSWORD + '"}'], id="json-pair"),
+    pytest.param(['<add key="DbPassword" value="' + HUMAN_PASSWORD + '" />'], id="xml-attribute"),
+    pytest.param(["<password>" + HUMAN_PASSWORD + "</password>"], id="xml-element"),
+    pytest.param(["callback: https://x.example/cb?token=" + RANDOM_VALUE + "&v=2"], id="query"),
+]
+
+
+@pytest.mark.parametrize("lines", GATE_SHAPES)
+@pytest.mark.parametrize("render", [read_file_rows, search_code_rows], ids=["read", "search"])
+def test_config_shapes_are_redacted_in_numbered_tool_output(
+    lines: list[str], render: Callable[[list[str]], str]
+) -> None:
+    # Given a tool result that numbers its lines (and, for a search, adds headers and scopes)
+    text = render(lines)
+    secret = HUMAN_PASSWORD if HUMAN_PASSWORD in text else RANDOM_VALUE
+
+    # When it passes the gate
+    out, counts = scan(text)
+
+    # Then the secret is gone, every line number and header is where it was
+    assert secret not in out
+    assert counts == {"secret-assignment": 1}
+    before, after = text.split("\n"), out.split("\n")
+    assert len(after) == len(before)
+    for b, a in zip(before, after, strict=True):
+        if secret in b:
+            assert a == b.replace(secret, marker("secret-assignment"))
+        else:
+            assert a == b
+
+
+@pytest.mark.parametrize(
+    ("before", "credentials", "after"),
+    [
+        pytest.param("Authorization: Basic ", "admin:" + HUMAN_PASSWORD, "", id="header"),
+        pytest.param("curl -H 'authorization: basic ", "ci:" + RANDOM_VALUE, "' https://x", id="curl-header"),
+        pytest.param('{"auths": {"ghcr.io": {"auth": "', "bot:" + RANDOM_VALUE, '"}}}', id="docker-config"),
+    ],
+)  # fmt: skip
+def test_basic_auth_credentials_are_recognised_by_decoding(
+    before: str, credentials: str, after: str
+) -> None:
+    # Given user:password base64-encoded where basic auth is expected
+    encoded = base64.b64encode(credentials.encode()).decode()
+
+    # When it is scanned
+    out, counts = scan(before + encoded + after)
+
+    # Then it is redacted as basic auth
+    assert out == before + marker("basic-auth") + after
+    assert counts == {"basic-auth": 1}
+
+
+def test_curl_user_flag_password_is_redacted() -> None:
+    out, counts = scan("curl -u deploy:" + HUMAN_PASSWORD + " https://ci.example/api")
+    assert out == "curl -u deploy:" + marker("basic-auth") + " https://ci.example/api"
+    assert counts == {"basic-auth": 1}
+
+
+def test_base64_that_is_not_credentials_after_basic_is_left_alone() -> None:
+    # "basic authentication" decodes to bytes without a colon: prose, not a credential
+    text = "Configure basic authentication for the admin site."
+    assert scan(text) == (text, {})
+
+
+def test_a_base64_encoded_key_in_a_result_is_redacted() -> None:
+    # Given a YAML line holding a base64-encoded private key, as read_file shows it
+    key = "\n".join(pem_block()) + "\n"
+    blob = base64.b64encode(key.encode()).decode()
+    text = read_file_rows(["tls:", "  key: " + blob, "  crt: none"])
+
+    # When it is scanned
+    out, counts = scan(text)
+
+    # Then the blob is gone and the numbered lines keep their places
+    assert blob not in out
+    assert out.split("\n")[2] == "41    key: " + marker("private-key")
+    assert counts == {"private-key": 1}
 
 
 # --- PEM private keys ------------------------------------------------------------------------
@@ -415,6 +611,29 @@ LEAVE_ALONE = [
     "- name: Checkout\n  with:\n    token: ${{ secrets.PAT }}",
     "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 user@host",
     "",
+    # config and tool output that names secrets without holding one
+    "  42    password: ${DB_PASSWORD}",
+    "  >    42  - name: DB_PASSWORD",
+    "ENV DB_PASSWORD=${DB_PASSWORD}",
+    "export GITHUB_TOKEN=$(gh auth token)",
+    "  key: password",
+    "secretKeyRef:",
+    "password_min_length: 12",
+    '{"name": "DB_HOST", "value": "db.internal"}',
+    '<add key="LogLevel" value="Information" />',
+    "<password>${DB_PASSWORD}</password>",
+    "https://user:${PASS}@host/x",
+    "http://localhost:8080/health",
+    "amqp://guest:guest@localhost:5672/",
+    # hashes and ids in config and lockfiles
+    "    commit: 3f786850e387550fdab836ed7e6dc881de23001b",
+    "image: registry.example.com/api@sha256:"
+    "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03",
+    'resolved "https://registry.yarnpkg.com/x/-/x-1.0.0.tgz#'
+    '3f786850e387550fdab836ed7e6dc881de23001b"',
+    "golang.org/x/text v0.3.7 h1:olpwvP2KacW1ZWvsR7uQhoyTYvKAupfQrRGBFM352Gk=",
+    "request_id: 550e8400-e29b-41d4-a716-446655440000",
+    "sig=abc, key-value pairs, SK-123 and dapi are just words here",
 ]
 
 
@@ -498,6 +717,39 @@ def test_adversarial_shapes_complete_without_inventing_secrets(
     assert found == counts
     if not counts:
         assert out == text
+
+
+# --- Kinds and counting ----------------------------------------------------------------------
+
+
+def test_every_rule_names_a_documented_kind() -> None:
+    # The marker list in kinds.py (and README's security section) is the contract with operators
+    kinds = {rule.kind for rule in RULES} | {
+        "private-key", "aws-secret-key", "azure-storage-key", "azure-sas-token", "basic-auth",
+        "url-password", "kubernetes-secret", "secret-assignment", "unscanned",
+    }  # fmt: skip
+    assert kinds == set(KINDS)
+
+
+def test_a_key_masked_line_by_line_counts_once_per_block() -> None:
+    # Given a result with a masked key (two lines), a gap, another key, and two tokens
+    key = marker("private-key")
+    text = "\n".join([key, key, "x = 1", key, marker("jwt") + " " + marker("jwt")])
+
+    # When its markers are counted
+    # Then each key block counts once, each other marker once
+    assert count_markers(text) == {"private-key": 2, "jwt": 2}
+
+
+def test_the_gate_counts_lines_masked_before_it_saw_them() -> None:
+    # Given a result built from a file that was masked whole (Toolbox.lines), plus a raw token
+    text = "\n".join(["12  password: " + marker("secret-assignment"), "13  t = " + GITHUB_CLASSIC])
+
+    # When it passes the gate
+    result = RedactionGate().apply(text)
+
+    # Then both count, by kind
+    assert result.counts == {"secret-assignment": 1, "github-token": 1}
 
 
 # --- The gate --------------------------------------------------------------------------------

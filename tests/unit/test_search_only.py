@@ -115,6 +115,23 @@ def test_secrets_in_snippets_are_redacted(tmp_path: Path, toolbox: Toolbox) -> N
     assert token not in result.text
 
 
+def test_config_secrets_in_snippets_are_masked_with_the_whole_file(
+    tmp_path: Path, toolbox: Toolbox
+) -> None:
+    # Given an INI file whose password only its path marks as data (the same line is code in .py)
+    password = "s3cr3t" + "Passw0rd"
+    write(tmp_path, "config/ledger.ini", f"[ledger]\nledger_host = db\npassword = {password}\n")
+    toolbox.snapshot = Snapshot(tmp_path, "b" * 40, toolbox.snapshot.repo)
+
+    # When a search-only answer quotes it
+    result = search_only.answer("where is the ledger password configured?", toolbox)
+
+    # Then the snippet cites the file with the value masked
+    assert "config/ledger.ini" in result.text
+    assert password not in result.text
+    assert "password = [REDACTED:secret-assignment]" in result.text
+
+
 def test_rankings_repeat_exactly_even_when_the_raw_cap_cuts_the_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

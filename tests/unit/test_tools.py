@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -72,29 +73,30 @@ def test_definition_in_source_ranks_before_tests_and_docs(toolbox: Toolbox) -> N
     assert not result.is_error
     body = result.text.split("\n\n", 1)[1]
     assert body.startswith("src/billing/worker.py")
-    assert ">     9  def retry_job(job, attempts=3):" in result.text
+    assert re.search(r"^D +9  def retry_job\(job, attempts=3\):$", result.text, re.M)
     assert body.index("src/billing/worker.py") < body.index("tests/test_worker.py [test]")
     assert "docs/retries.md [docs]" in result.text
 
 
 def test_hits_show_enclosing_scope_and_context(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "return retry_job"})
-    assert "in class Worker › def run(self):" in result.text
-    assert "     5  " in result.text  # the line before, as context
+    assert "  in class Worker › def run(self)\n" in result.text
+    assert "\n  5      def run(self):\n" in result.text  # the line before, as context
 
 
-def test_per_file_cap_names_the_remaining_lines(toolbox: Toolbox) -> None:
+def test_every_hit_of_a_small_result_is_shown_with_its_text(toolbox: Toolbox) -> None:
     # Given a test file with 12 calls
     result = toolbox.run("search_code", {"pattern": "retry_job", "glob": "tests/**"})
-    # Then the capped file says how many more matches it has and where
-    assert "tests/test_worker.py [test] — 12 matches, best 5 shown" in result.text
-    assert "… 7 more in this file at lines" in result.text
-    assert "complete list" not in result.text
+    # Then all twelve are shown, each with its text, and the result says it is complete
+    assert "tests/test_worker.py [test] — 12 matches\n" in result.text
+    for i in range(12):
+        assert f"    retry_job({i})" in result.text
+    assert "complete: every match is shown" in result.text
 
 
 def test_complete_result_says_so(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "attempts=3"})
-    assert "1 match in 1 file" in result.text and "complete list" in result.text
+    assert "1 match in 1 file" in result.text and "complete: every match is shown" in result.text
 
 
 def test_no_match_and_hidden_files_are_searched(toolbox: Toolbox) -> None:
@@ -302,6 +304,45 @@ def test_read_starting_inside_a_private_key_block_redacts_the_body(
     hit = toolbox.run("search_code", {"pattern": "MIIEvQIBADAN"})
     for line in body:
         assert line not in hit.text
+
+
+def test_config_secrets_are_masked_with_exact_line_numbers(tree: Path, toolbox: Toolbox) -> None:
+    # Given a Kubernetes manifest: an env password on line 7, a Secret's data 30 lines below its
+    # kind: line, and a token continued over two lines of a shell script
+    password = "Tr0ub4dor" + "-and-3"
+    data = "c2VjcmV0" + "LXZhbHVl"
+    filler = [f"    note{i}: {i}" for i in range(30)]
+    manifest = [
+        "apiVersion: apps/v1", "kind: Deployment", "spec:", "  containers:", "    - env:",
+        "        - name: DB_PASSWORD", f"          value: {password}", "---", "kind: Secret",
+        "metadata:", "  annotations:", *filler, "data:", f"  password: {data}", "type: Opaque",
+    ]  # fmt: skip
+    write(tree, "k8s/app.yaml", "\n".join(manifest) + "\n")
+    token = "Xk9f" + "j2Lq8mZp" + "4Rt7"
+    write(tree, "ops/deploy.sh", f"#!/bin/sh\nexport X_TOKEN={token[:6]}\\\n{token[6:]}\nrun\n")
+
+    # When the model reads part of the manifest, searches for the Secret's key and reads the script
+    read = toolbox.run("read_file", {"path": "k8s/app.yaml", "start_line": 6, "end_line": 7})
+    tail = toolbox.run("read_file", {"path": "k8s/app.yaml", "start_line": 42})
+    hit = toolbox.run("search_code", {"pattern": "password:"})
+    script = toolbox.run("read_file", {"path": "ops/deploy.sh", "start_line": 3})
+
+    # Then each secret is masked on the line it sits on, and every line number is the file's own
+    assert read.text.splitlines()[1:] == [
+        "6          - name: DB_PASSWORD",
+        "7            value: [REDACTED:secret-assignment]",
+    ]
+    assert tail.text.splitlines()[1:] == [
+        "42  data:",
+        "43    password: [REDACTED:kubernetes-secret]",
+        "44  type: Opaque",
+    ]
+    assert "D 43    password: [REDACTED:kubernetes-secret]" in hit.text.splitlines()
+    assert script.text.splitlines()[1:] == ["3  [REDACTED:secret-assignment]", "4  run"]
+    for result in (read, tail, hit, script):
+        for secret in (password, data, token[6:]):
+            assert secret not in result.text
+    assert toolbox.redactions == {"secret-assignment": 2, "kubernetes-secret": 2}
 
 
 # -- list_files ----------------------------------------------------------------------------------

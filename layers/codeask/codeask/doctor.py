@@ -608,7 +608,7 @@ def check_snapshot_root(run: _Run) -> Check:
 
 
 def check_ripgrep(run: _Run) -> Check:
-    from codeask.ripgrep import RipgrepMissing, find_rg
+    from codeask.search.ripgrep import RipgrepMissing, find_rg
 
     s = run.settings
     assert s is not None

@@ -218,7 +218,8 @@ def _answer_metrics(ans: Answer, job: Job) -> None:
     unverified = len(ans.verification.unverified)
     emit("UnverifiedPaths", unverified)
     emit("AnswersWithUnverifiedPaths", 1 if unverified else 0)
-    emit("Redactions", sum(ans.redactions.values()))
+    for kind, count in sorted(ans.redactions.items()):
+        emit("Redactions", count, kind)
     emit("ModelFallbacks", 1 if ans.model_fallback else 0)
     emit("StoppedEarly", 1 if ans.stopped_early else 0)
 

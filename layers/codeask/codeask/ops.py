@@ -40,7 +40,7 @@ CATALOGUE: dict[str, tuple[MetricUnit, str | None]] = {
     "EstimatedCostUSD": (MetricUnit.NoUnit, None),
     "UnverifiedPaths": (MetricUnit.Count, None),
     "AnswersWithUnverifiedPaths": (MetricUnit.Count, None),
-    "Redactions": (MetricUnit.Count, None),
+    "Redactions": (MetricUnit.Count, "Kind"),  # the redaction marker's kind: jwt, private-key, …
     "ModelFallbacks": (MetricUnit.Count, None),
     "StoppedEarly": (MetricUnit.Count, None),
     "JobsSkipped": (MetricUnit.Count, None),

@@ -24,6 +24,11 @@ def _segment_regex(glob: str) -> str:
             out.append("[^/]*")
         elif c == "?":
             out.append("[^/]")
+        elif c == "{" and (end := glob.find("}", i)) != -1:
+            # `*.{c,h}`: one of the alternatives, as ripgrep's globs have it
+            alternatives = glob[i + 1 : end].split(",")
+            out.append("(?:" + "|".join(_segment_regex(a) for a in alternatives) + ")")
+            i = end
         elif c == "[":
             end = glob.find("]", i + 2 if glob[i + 1 : i + 2] in ("!", "]") else i + 1)
             if end == -1:

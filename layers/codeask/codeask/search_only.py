@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
-from codeask.relevance import KIND_WEIGHT, path_kind
 from codeask.search import SearchOutcome
+from codeask.search.filekinds import KIND_WEIGHT, file_kind
 from codeask.tools import Toolbox
 
 MAX_PHRASES = 3
@@ -193,7 +193,7 @@ def rank_evidence(
             scores[path] *= 1 + 0.35 * hits
     out = []
     for path, s in scores.items():
-        s *= KIND_WEIGHT[path_kind(path)]
+        s *= KIND_WEIGHT[file_kind(path)]
         _, line, text = best_line[path]
         out.append(Evidence(path, s, line, text, matched_terms[path]))
     out.sort(key=lambda e: (-e.score, e.path))

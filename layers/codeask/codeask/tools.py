@@ -11,18 +11,21 @@ from typing import Any
 
 from codeask.errors import CodeaskError, ToolRefused
 from codeask.pathglob import compile_glob
-from codeask.redact import REDACTED, RedactionGate, private_key_lines
-from codeask.relevance import enclosing_scope
-from codeask.ripgrep import clean_text, find_rg
-from codeask.search import RAW_MATCH_CAP, FileHits, SearchOutcome, search
+from codeask.redact import RedactionGate, mask_file
+from codeask.search import (
+    BUDGET,
+    RAW_MATCH_CAP,
+    FileHits,
+    FileSource,
+    SearchOutcome,
+    render,
+    search,
+)
+from codeask.search.ripgrep import clean_text, find_rg
 from codeask.snapshot import Snapshot
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
-SEARCH_MAX_CHARS = 9000
-SEARCH_MAX_HITS = 40
-SEARCH_HITS_PER_FILE = 5
-SEARCH_CONTEXT_HITS = 12  # the best hits get a line of context either side
-DEFINITION_CONTEXT = 3  # lines shown after a definition hit
+SEARCH_MAX_CHARS = BUDGET  # codeask.search.layout says why
 READ_MAX_LINES = 300
 READ_MAX_CHARS = 24000
 LINE_MAX_CHARS = 400
@@ -66,15 +69,19 @@ def _clip(line: str, limit: int = LINE_MAX_CHARS) -> str:
 
 
 SEARCH_DESCRIPTION = (
-    "Search the repository's files with a regular expression (ripgrep syntax; case-insensitive "
-    "unless the pattern has a capital letter). Results are grouped by file and ranked: definitions "
-    "and source code first, then config, tests, docs and vendored or generated files. Each hit "
-    "shows its line number, the enclosing function or class, and for the best hits a line of "
-    "context, so you often do not need read_file just to see what a hit is. The header says how "
-    "many matches and files there are and whether the list is complete; when it is truncated, "
-    "narrow with `glob` (e.g. '*.py', '!**/tests/**') or `path` (a directory), or a more specific "
-    "pattern. Use it to find where something is defined (e.g. 'def retry_job|class RetryPolicy'), "
-    "every place that calls something, or where a message or setting appears."
+    "Search the repository's files with a regular expression (ripgrep syntax). A lowercase "
+    "pattern ignores case; one with capitals also finds other spellings of case, listed after "
+    "the exact ones (add (?-i) for exact case only). Hits are grouped by file and ranked: "
+    "definitions and code before imports, strings and comments; source before config, tests, "
+    "docs, vendored and generated files; whole words before matches inside longer words. Every "
+    "hit shown has its text, a mark (D definition, > code, I import, S string, # comment), its "
+    "enclosing scope (`class Session › def send(self, request)`, a C function's signature, or a "
+    "config key path such as `cache › redis › host`) and the lines around it that make it "
+    "readable; a function or class of up to 30 lines defined on a hit is shown whole. A result "
+    "of up to 25 matches shows every one; a bigger one shows the best with context, then one-line "
+    "previews, then counts per file, and the header says whether the list is complete. In an "
+    "alternation ('send_request|RetryPolicy') every alternative gets its share. Narrow with `glob` "
+    "('*.{c,h}', '!**/tests/**') or `path` (a directory or one file)."
 )
 READ_DESCRIPTION = (
     "Read numbered lines of one file. Give start_line/end_line to read the part you need (a search "
@@ -223,7 +230,8 @@ class Toolbox:
     # -- file access shared by the tools ---------------------------------------------------------
 
     def lines(self, rel: str) -> list[str] | None:
-        """A text file's lines with private-key blocks masked, or None for a binary file."""
+        """A text file's lines with the secrets only the whole file shows masked (mask_file), or
+        None for a binary file; every slice the tools show is cut from these."""
         if rel in self._lines_cache:
             return self._lines_cache[rel]
         _, real = self.snapshot.resolve(rel)
@@ -234,9 +242,7 @@ class Toolbox:
             raw = data.split(b"\n") if data else []
             if raw and raw[-1] == b"":
                 raw.pop()
-            out = [clean_text(r) for r in raw]
-            for i in private_key_lines(out):
-                out[i] = REDACTED.format(kind="private-key")
+            out, _ = mask_file([clean_text(r) for r in raw], rel)
         self._lines_cache[rel] = out
         return out
 
@@ -274,8 +280,9 @@ class Toolbox:
 
         def one(target: tuple[Snapshot, str | None]) -> SearchOutcome:
             part, inner = target
-            return search(part, self.rg, pattern, glob=glob, path=inner, stable=stable,
-                          timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
+            return search(part, self.rg, pattern, glob=_glob_in(glob, part.repo.name), path=inner,
+                          stable=stable, timeout_s=self.search_timeout_s,
+                          max_matches=max_matches)  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
             outcomes = list(pool.map(one, targets))
@@ -285,6 +292,8 @@ class Toolbox:
                 fh.path = f"{part.repo.name}/{fh.path}"
                 files.append(fh)
         files.sort(key=lambda f: (-f.score, f.path))
+        first = outcomes[0]
+        counts = [sum(c) for c in zip(*(o.alternative_counts for o in outcomes), strict=True)]
         return SearchOutcome(
             pattern=pattern,
             glob=glob,
@@ -294,6 +303,12 @@ class Toolbox:
             stopped_early=any(o.stopped_early for o in outcomes),
             timed_out=any(o.timed_out for o in outcomes),
             elapsed_ms=max(o.elapsed_ms for o in outcomes),
+            path_is_file=len(outcomes) == 1 and first.path_is_file,
+            ignore_case=first.ignore_case,
+            case_differs=sum(o.case_differs for o in outcomes),
+            alternatives=first.alternatives,
+            alternative_counts=counts,
+            plain_words=first.plain_words,
         )
 
     def render_search(self, o: SearchOutcome) -> str:
@@ -305,98 +320,12 @@ class Toolbox:
             )
         if not o.files:
             return f"No matches for {where}."
-        out: list[str] = []
-        shown = 0
-        shown_files = 0
-        budget = SEARCH_MAX_CHARS
-        for fh in o.files:
-            if shown >= SEARCH_MAX_HITS:
-                break
-            block = self._render_file(fh, context=shown < SEARCH_CONTEXT_HITS)
-            text = "\n".join(block[0])
-            if len(text) > budget and shown_files > 0:
-                break
-            if len(text) > budget:
-                text = text[:budget] + "\n[… output cut at the size cap]"
-            out.append(text)
-            budget -= len(text) + 1
-            shown += block[1]
-            shown_files += 1
-        rest = o.files[shown_files:]
-        complete = (
-            not rest
-            and not o.stopped_early
-            and not o.timed_out
-            and all(len(f.hits) <= SEARCH_HITS_PER_FILE for f in o.files[:shown_files])
-        )
-        head = f"{_count(o.total_matches, 'match', 'matches')} in {_count(o.total_files, 'file')} for {where}"
-        if o.stopped_early:
-            head = f"{o.total_matches}+ matches (search stopped early) in {o.total_files}+ files for {where}"
-        if o.timed_out:
-            head += f" (timed out after {self.search_timeout_s:g} s: results are partial)"
-        if complete:
-            head += "; complete list, ranked."
-        else:
-            head += (
-                f"; showing {shown} hits in {shown_files} files, ranked (definitions and source "
-                "first). Narrow with glob, path or a more specific pattern to see the rest."
-            )
-        tail = ""
-        if rest:
-            names = []
-            for f in rest:
-                names.append(f"{f.path} ({len(f.hits)})")
-                if sum(len(n) + 2 for n in names) > 1500:
-                    break
-            more = len(rest) - len(names)
-            tail = "\nOther files with matches: " + ", ".join(names)
-            if more > 0:
-                tail += f", and {more} more files"
-        return head + "\n\n" + "\n\n".join(out) + tail
+        return render(o, FileSource(self.lines, self._syntax_key))
 
-    def _render_file(self, fh: FileHits, *, context: bool) -> tuple[list[str], int]:
-        try:
-            lines = self.lines(fh.path)
-        except (OSError, ToolRefused):
-            lines = None
-        n = len(fh.hits)
-        kind = "" if fh.kind == "source" else f" [{fh.kind}]"
-        shown_hits = fh.hits[:SEARCH_HITS_PER_FILE]
-        header = f"{fh.path}{kind} — {n} match{'es' if n != 1 else ''}"
-        if n > len(shown_hits):
-            header += f", best {len(shown_hits)} shown"
-        rows = [header]
-        hit_lines = {h.line: h for h in shown_hits}
-        wanted: set[int] = set(hit_lines)
-        if context and lines is not None:
-            for h in sorted(shown_hits, key=lambda h: h.line)[:3]:
-                after = DEFINITION_CONTEXT if h.definition else 1  # a signature wants its docstring
-                wanted.update(range(max(1, h.line - 1), min(len(lines), h.line + after) + 1))
-        groups: list[list[int]] = []
-        for line_no in sorted(wanted):
-            if groups and line_no == groups[-1][-1] + 1:
-                groups[-1].append(line_no)
-            else:
-                groups.append([line_no])
-        seen_scope: set[str] = set()
-        for group in groups:
-            first_hit = next(x for x in group if x in hit_lines)
-            scope = enclosing_scope(lines, first_hit) if lines else None
-            if scope and scope not in seen_scope:
-                rows.append(f"  in {scope}")
-                seen_scope.add(scope)
-            for line_no in group:
-                text = hit_lines[line_no].text if line_no in hit_lines else ""
-                if lines is not None and 1 <= line_no <= len(lines):
-                    text = lines[line_no - 1]  # the masked view: a key body line never shows
-                mark = ">" if line_no in hit_lines else " "
-                rows.append(f"  {mark} {line_no:>5}  {_clip(text)}")
-        if n > len(shown_hits):
-            others = sorted(h.line for h in fh.hits[SEARCH_HITS_PER_FILE:])
-            listed = ", ".join(str(x) for x in others[:25])
-            more = f" and {len(others) - 25} more" if len(others) > 25 else ""
-            rows.append(f"  … {len(others)} more in this file at lines {listed}{more}")
-        return rows, len(shown_hits)
+    def _syntax_key(self, rel: str) -> tuple[str, str]:
+        """Parses are cached per snapshot file: snapshots never change under a path."""
+        part, inner = self.snapshot.locate(rel)
+        return str(part.root), inner
 
     # -- read_file -------------------------------------------------------------------------------
 
@@ -502,6 +431,17 @@ def _summarise(files: list[str], prefix: str) -> str:
     if not best:
         best = rows[:LIST_MAX_ENTRIES] + [f"[… {len(rows) - LIST_MAX_ENTRIES} more entries]"]
     return "\n".join(best) + "\nNarrow with path or glob to see individual files."
+
+
+def _glob_in(glob: str | None, repo: str) -> str | None:
+    """A workspace glob as one repo sees it: `billing/src/**` is `src/**` inside billing."""
+    if not glob:
+        return glob
+    negative = glob.startswith("!")
+    body = glob[1:] if negative else glob
+    if body.startswith(repo + "/"):
+        return ("!" if negative else "") + body[len(repo) + 1 :]
+    return glob
 
 
 def _in_repo(args: dict[str, Any]) -> str:

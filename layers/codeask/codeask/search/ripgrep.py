@@ -63,23 +63,22 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 def clean_text(raw: bytes) -> str:
     """Decode a line for a model: invalid UTF-8 replaced, control bytes dropped (tabs kept)."""
     text = raw.decode("utf-8", errors="replace")
-    if text.isprintable():
+    if text.isprintable() or ("\t" in text and text.replace("\t", " ").isprintable()):
         return text
     return "".join(ch if ch.isprintable() or ch == "\t" else "" for ch in text)
 
 
-def run_rg(
+def rg_command(
     rg: str,
-    cwd: Path,
     pattern: str,
     *,
     target: str = ".",
     globs: list[str] | None = None,
+    ignore_case: bool | None = None,
     extra_args: list[str] | None = None,
-    max_matches: int = 4000,
-    timeout_s: float = 10.0,
-) -> RgRun:
-    """Search `target` under `cwd` for `pattern`; raises ToolRefused with rg's message on a bad regex."""
+) -> list[str]:
+    """The argv for one search: no config file, no flag from the model, one record per match."""
+    case = {None: "--smart-case", True: "--ignore-case", False: "--case-sensitive"}[ignore_case]
     cmd = [
         rg,
         "--no-config",
@@ -90,7 +89,7 @@ def run_rg(
         "--color=never",
         "--no-ignore",
         "--hidden",
-        "--smart-case",
+        case,
         "--max-filesize=10M",
         f"--max-columns={MAX_COLUMNS}",
         "--max-columns-preview",
@@ -99,7 +98,28 @@ def run_rg(
         cmd += ["--glob", g]
     cmd += extra_args or []
     # -e makes the pattern an argument of its own even when it starts with '-'; '--' ends flags.
-    cmd += ["-e", pattern, "--", target]
+    return cmd + ["-e", pattern, "--", target]
+
+
+def run_rg(
+    rg: str,
+    cwd: Path,
+    pattern: str,
+    *,
+    target: str = ".",
+    globs: list[str] | None = None,
+    ignore_case: bool | None = None,
+    extra_args: list[str] | None = None,
+    max_matches: int = 4000,
+    timeout_s: float = 10.0,
+) -> RgRun:
+    """Search `target` under `cwd` for `pattern`; raises ToolRefused with rg's message on a bad regex.
+
+    rg's stdout is read as it comes and parsed record by record (`parse_record`), so the search can
+    stop as soon as `max_matches` are in, and is killed with its process group at the timeout."""
+    cmd = rg_command(
+        rg, pattern, target=target, globs=globs, ignore_case=ignore_case, extra_args=extra_args
+    )
     started = time.monotonic()
     proc = subprocess.Popen(
         cmd,
@@ -130,7 +150,7 @@ def run_rg(
             buf += chunk
             *lines, buf = buf.split(b"\n")
             for line in lines:
-                m = _parse(line)
+                m = parse_record(line)
                 if m is not None:
                     out.matches.append(m)
             if len(out.matches) >= max_matches:
@@ -138,7 +158,7 @@ def run_rg(
                 _kill(proc)
                 break
         if buf and not out.stopped_early and not out.timed_out:
-            m = _parse(buf)
+            m = parse_record(buf)
             if m is not None:
                 out.matches.append(m)
         if not out.stopped_early and not out.timed_out:
@@ -158,7 +178,8 @@ def run_rg(
     return out
 
 
-def _parse(line: bytes) -> RawMatch | None:
+def parse_record(line: bytes) -> RawMatch | None:
+    """One `path NUL line:text` record of rg's output, or None for anything else."""
     path, sep, rest = line.partition(b"\x00")
     if not sep:
         return None

@@ -1,10 +1,10 @@
-"""Path kinds, definitions and enclosing scopes: the signals that rank search hits."""
+"""Line heuristics for languages without a grammar: definitions and enclosing scopes by indentation."""
 
 from __future__ import annotations
 
 import pytest
 
-from codeask.relevance import enclosing_scope, is_definition, path_kind
+from codeask.search.heuristics import enclosing_scope, is_definition, looks_like_comment
 
 SOURCE = """\
 import os
@@ -54,24 +54,6 @@ def test_enclosing_scope_follows_ancestors_not_siblings(needle: str, scope: str 
 
 
 @pytest.mark.parametrize(
-    ("path", "kind"),
-    [
-        ("src/billing/worker.py", "source"),
-        ("tests/test_worker.py", "test"),
-        ("web/app.test.ts", "test"),
-        ("docs/guide.md", "docs"),
-        ("README.md", "docs"),
-        ("vendor/github.com/x/y.go", "vendored"),
-        ("package-lock.json", "generated"),
-        ("api/service_pb2.py", "generated"),
-        ("config/app.yaml", "config"),
-    ],
-)
-def test_path_kind(path: str, kind: str) -> None:
-    assert path_kind(path) == kind
-
-
-@pytest.mark.parametrize(
     ("line", "expected"),
     [
         ("def retry_job(job):", True),
@@ -88,3 +70,19 @@ def test_path_kind(path: str, kind: str) -> None:
 )
 def test_is_definition(line: str, expected: bool) -> None:
     assert is_definition(line) is expected
+
+
+@pytest.mark.parametrize(
+    ("line", "language", "expected"),
+    [
+        ("# retry the job", "python", True),
+        ("// retry the job", "go", True),
+        (" * retry the job", "c", True),
+        ("#include <stdio.h>", "c", False),
+        ("#define RETRIES 3", "cpp", False),
+        ("    *flags = 0;", "c", False),
+        ("retry_job(job)", "python", False),
+    ],
+)
+def test_looks_like_comment(line: str, language: str, expected: bool) -> None:
+    assert looks_like_comment(line, language) is expected

@@ -1,0 +1,20 @@
+"""The one redaction gate every tool result passes before it can reach a language model or Slack."""
+
+from codeask.redact.files import config_syntax, mask_file
+from codeask.redact.gate import Redaction, RedactionGate, Scanner
+from codeask.redact.kinds import KINDS, REDACTED, count_markers
+from codeask.redact.pem import private_key_lines
+from codeask.redact.scanner import scan
+
+__all__ = [
+    "KINDS",
+    "REDACTED",
+    "Redaction",
+    "RedactionGate",
+    "Scanner",
+    "config_syntax",
+    "count_markers",
+    "mask_file",
+    "private_key_lines",
+    "scan",
+]

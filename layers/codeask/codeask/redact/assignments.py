@@ -1,0 +1,490 @@
+"""Secrets by what holds them: literals assigned to secret-named keys, URL passwords, basic auth."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from codeask.redact.encoded import decodes_to_credentials
+from codeask.redact.kinds import MARKER_PREFIX
+from codeask.redact.tokens import ALNUM, Span
+
+# --- Judging names ------------------------------------------------------------------------------
+
+_NAME_CHARS = ALNUM | frozenset("_.-")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
+# Words that end in "pass" without being one; "dbpass" and "rootpass" are.
+_NOT_PASS = frozenset({"bypass", "compass", "encompass", "surpass", "overpass", "underpass",
+                       "trespass", "impass", "impasse", "sidepass", "multipass"})  # fmt: skip
+# Names a "key" must follow to be a secret: sort_key, primary_key and key_id are not.
+_KEY_QUALIFIERS = (
+    "api", "access", "private", "priv", "secret", "app", "application", "client", "master",
+    "signing", "sign", "encryption", "encrypt", "crypt", "cipher", "aes", "hmac", "account",
+    "service", "shared", "license", "licence", "subscription", "storage", "consumer", "session",
+    "cookie", "db", "database", "auth", "webhook", "jwt", "ssh", "deploy", "admin", "root",
+)  # fmt: skip
+# A name ending in one of these is about a secret, not one: password_min_length, token_url.
+_META = frozenset({
+    "id", "ids", "name", "names", "type", "types", "file", "files", "path", "paths", "dir", "url",
+    "urls", "uri", "endpoint", "header", "headers", "param", "params", "field", "fields", "length",
+    "len", "size", "min", "max", "count", "prompt", "label", "policy", "policies", "regex",
+    "pattern", "format", "mode", "method", "methods", "env", "var", "variable", "ref", "arn",
+    "version", "expiry", "expires", "expiration", "ttl", "timeout", "lifetime", "enabled",
+    "required", "provider", "location", "hint", "help", "title", "placeholder", "description",
+    "rotation", "strength", "encoder", "hasher", "validator", "reset", "changed", "updated",
+    "created", "source", "sources", "store", "manager", "class", "scope", "scopes", "kind",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NameVerdict:
+    password: bool  # named for a password (human-chosen, so judged less strictly)
+    whole: bool  # the name ends in the password word: db_password, not password_policy
+
+
+def _segments(name: str) -> list[str]:
+    return [s.lower() for part in re.split(r"[_.\-\s]+", name) for s in _CAMEL.findall(part)]
+
+
+def _is_pass_segment(seg: str) -> bool:
+    if any(w in seg for w in _PASSWORD_WORDS):
+        return True
+    return seg.endswith("pass") and seg not in _NOT_PASS
+
+
+def _is_key_segment(segs: list[str], i: int) -> bool:
+    seg = segs[i]
+    if seg in ("key", "keys"):
+        return i > 0 and segs[i - 1] in _KEY_QUALIFIERS
+    stem = seg.removesuffix("keys").removesuffix("key")
+    return stem != seg and stem.endswith(_KEY_QUALIFIERS)
+
+
+def _is_secret_segment(segs: list[str], i: int) -> bool:
+    seg = segs[i]
+    if _is_pass_segment(seg) or "secret" in seg or "credential" in seg:
+        return True
+    if "token" in seg and "tokeniz" not in seg and "tokenis" not in seg:
+        return True
+    if seg.endswith("creds"):
+        return True
+    if "auth" in seg and ("author" not in seg or "authoriz" in seg or "authoris" in seg):
+        return True
+    return "key" in seg and _is_key_segment(segs, i)
+
+
+@functools.lru_cache(maxsize=8192)
+def judge_name(name: str) -> NameVerdict | None:
+    """Whether a key's name says it holds a secret, and whether a password."""
+    segs = _segments(name)
+    if not segs:
+        return None
+    last = segs[-1].rstrip("0123456789") or segs[-1]
+    if last in _META and not (last == "id" and len(segs) > 1 and segs[-2] == "secret"):
+        return None  # secret_id (Vault AppRole) is a secret; client_id, key_id are not
+    if not any(_is_secret_segment(segs, i) for i in range(len(segs))):
+        return None
+    password = any(_is_pass_segment(s) for s in segs)
+    return NameVerdict(password, password and _is_pass_segment(last))
+
+
+# --- Judging values ------------------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_DOTTED_IDENT = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_TEMPLATE = re.compile(r"\{[\w.]*\}|\{\{|\{%|%\(\w+\)s|<%|#\{")
+PLACEHOLDER_WORDS = frozenset(
+    {"none", "null", "nil", "true", "false", "undefined", "password", "changeme", "redacted"}
+)
+PLACEHOLDER_HINTS = (
+    "changeme", "change_me", "change-me", "example", "placeholder", "your", "xxxx", "****",
+    "dummy", "redacted", "replace", "insert", "fixme", "todo", "sample", "<", ">", "...",
+)  # fmt: skip
+# Values a password-named config key takes without being a password.
+_NOT_A_PASSWORD = PLACEHOLDER_WORDS | frozenset({
+    "yes", "no", "on", "off", "required", "optional", "string", "str", "boolean", "bool",
+    "integer", "int", "number", "hidden", "masked", "empty", "unset", "default", "enabled",
+    "disabled", "secret", "passwd", "pass", "env", "environment", "vault", "prompt", "random",
+    "generated", "auto", "ask", "test", "plain", "plaintext", "sensitive",
+})  # fmt: skip
+_CODE_CHARS = frozenset("()[]{}")
+_PLAIN = _NAME_CHARS | frozenset("/")
+# Randomness is judged on a prefix: enough to tell, and bounded work for a huge value.
+_SAMPLE = 256
+# Keys of these vendors are UUIDs, which are otherwise left alone as request ids.
+_UUID_KEYED = ("heroku", "snyk")
+
+
+def _entropy(value: str) -> float:
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _entropy_threshold(n: int) -> float:
+    # A string cannot exceed log2(len) bits per char, so short values get a proportional bar.
+    return min(3.0, math.log2(n) * 0.8)
+
+
+def _class_switches(value: str) -> int:
+    """How often adjacent letters/digits change class (lower/upper/digit); words rarely do."""
+    switches = 0
+    prev = ""
+    for ch in value:
+        cls = "d" if ch.isdigit() else "u" if ch.isupper() else "l" if ch.islower() else ""
+        if not cls:
+            continue
+        if prev and cls != prev:
+            switches += 1
+        prev = cls
+    return switches
+
+
+def is_literal_value(value: str) -> bool:
+    """Not a placeholder, a reference, a template, a path or a URL: a value someone typed."""
+    if not value or value.startswith(MARKER_PREFIX):
+        return False
+    low = value.lower()
+    if low in PLACEHOLDER_WORDS or any(h in low for h in PLACEHOLDER_HINTS):
+        return False
+    if value[0] in "$%!&*@" or "${" in value or _TEMPLATE.search(value) or "://" in value:
+        return False  # references, YAML tags and anchors, templates; URLs have their own rule
+    return not value.startswith(("/", "./", "../", "~/"))
+
+
+def is_secret_value(
+    value: str, *, quoted: bool, literal: bool, name: NameVerdict, config: bool, vendor: str = ""
+) -> bool:
+    """Whether a value assigned to a secret-named key looks like a real secret.
+
+    `literal`: the syntax says an unquoted value is data (.env, YAML, a --flag), not code.
+    `config`: the file is in a config or build language, where every value is data.
+    """
+    if not is_literal_value(value):
+        return False
+    if config and name.whole:
+        # A password-named key in a config file: whatever was typed there is a password, however
+        # human; only markers of "no password here" are spared.
+        return len(value) >= 4 and value.lower().strip(" \t") not in _NOT_A_PASSWORD
+    if len(value) < 8 or any(c.isspace() for c in value):
+        return False  # short values and prose
+    if _DOTTED_IDENT.fullmatch(value):
+        return False  # settings.token, django.contrib.auth.backends.ModelBackend
+    if _UUID.fullmatch(value):
+        return any(v in vendor for v in _UUID_KEYED)  # request ids, idempotency tokens
+    if _DATE.match(value):
+        return False  # "LastAuthenticated" timestamps
+    if (not quoted or not name.password) and not _CODE_CHARS.isdisjoint(value):
+        # Bare: os.environ["X"], get_secret(...). Quoted: "Jobs[-1].JobId"; keys and tokens
+        # are base64/hex and never hold brackets, only human-chosen passwords might.
+        return False
+    if not quoted and not literal and _IDENT.fullmatch(value):
+        return False  # in code a bare identifier is a variable, whatever it looks like
+    sample = value[:_SAMPLE]
+    if _entropy(sample) < _entropy_threshold(len(sample)):
+        return False
+    # Random secrets carry digits or base64/punctuation symbols; labels and option names
+    # ("X-Auth-Token", "AccessTokenType") do not.
+    if not any(c.isdigit() for c in value) and _PLAIN.issuperset(value):
+        return False
+    # Class switches separate keys from names with a digit in them ("gpt2-medium",
+    # "base64url"). Human-chosen passwords are not random but are still secret, so a
+    # password-named value needs less: a symbol or two switches ("hunter22x", not "password_0").
+    if name.password and not _PLAIN.issuperset(value):
+        return True
+    return _class_switches(sample) >= (2 if name.password else 3)
+
+
+# --- Assignments --------------------------------------------------------------------------------
+
+# Everything after a keyword inside a name; each keyword gets its own pattern so the regex
+# engine can jump between literal occurrences (one alternation of keywords is ~30x slower on
+# ordinary code). Matched against lowercased text; the name's start is recovered by walking back
+# and the name judged as a whole by judge_name().
+_TAIL = r"""
+    (?P<rest>[\w.-]*+)                          # rest of the name
+    ["']?[ \t]*                                 # closing quote of a JSON/dict key
+    (?::[ \t]*[a-z_][\w.\[\], |]*?(?==))?       # a type annotation before '='
+    (?P<op>=>|:=|\?=|=(?!=)|:(?!:)|>)[ \t]*
+    (?:(?P<scheme>bearer|basic|token)[ \t]+)?   # HTTP auth scheme stays visible
+    (?:[rbu]{1,2}(?=["']))?                     # Python string prefix
+    (?:
+        "(?P<dq>(?:[^"\\\n]|\\.)*)"             # double-quoted, escapes allowed
+      | '(?P<sq>[^'\n]*)'
+      | `(?P<bq>[^`\n]*)`
+      | (?P<uv>VALUE)                           # bare value
+    )
+"""
+# Bare values: in code and mixed text, up to a delimiter; in shell, Dockerfile and HCL, up to
+# whitespace; in YAML, INI, .properties, TOML and Makefiles, the rest of the line before a comment.
+_CODE_VALUE = r"[^\s\"'`,;&)\]}<>]+"
+_WORD_VALUE = r"[^\s\"'`]+"
+# Cut at a comment by hand: a lazy match or a `[ \t]+#` search is quadratic on long blank runs.
+_LINE_VALUE = r"[^\s\"'`][^\n]*"
+# A lone "key" is never a secret's name (a qualifier must come first: api_key, apiKey), so the
+# engine drops it before Python sees it: YAML is full of `key:` lines.
+# Keywords sharing a first letter share a pattern: each pattern costs a pass over the text.
+_KEYWORDS = ("p(?:ass|wd)", "secret", "token", r"key(?<=[a-z0-9_.\-]key)", "auth", "cred")
+
+
+def _compile(value: str) -> tuple[re.Pattern[str], ...]:
+    tail = _TAIL.replace("VALUE", value)
+    return tuple(re.compile(k + tail, re.VERBOSE) for k in _KEYWORDS)
+
+
+_CODE_ASSIGNMENTS = _compile(_CODE_VALUE)
+_WORD_ASSIGNMENTS = _compile(_WORD_VALUE)
+_LINE_ASSIGNMENTS = _compile(_LINE_VALUE)
+LINE_SYNTAXES = frozenset({"yaml", "ini", "make"})
+_QUOTED = ("dq", "sq", "bq")
+
+# No two adjacent quantifiers share characters, so a long indent cannot cause backtracking.
+_LINE_LEAD = re.compile(
+    r"[ \t]*(?:(?:(?:[^\s:|]*[:-])?\d+[ \t]*[|:-]|>[ \t]+\d+[ \t]{2}|\d+[ \t]{2})[ \t]*)?"
+    r"(?:-[ \t]+)?"  # a YAML list item: docker-compose's `- DB_PASSWORD=...`
+    r"(?:(?:export|env|arg|set|setx|readonly|local|declare[ \t]+-\w+|typeset[ \t]+-\w+)[ \t]+)?",
+    re.IGNORECASE,
+)
+_LINE_TAIL = re.compile(r"[ \t]*(?:[#;].*|\\)?\r?")
+
+
+def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
+    """Whether an unquoted value is a literal by its syntax: `.env`/properties/YAML lines,
+    Dockerfile ENV/ARG, shell export, query and connection strings and `--flag=value`, as
+    opposed to code where a bare word is an expression."""
+    if name_start > 0 and text[name_start - 1] in "?&;":
+        return True  # ?token=…&, Server=…;Password=…;
+    lead = text[text.rfind("\n", 0, name_start) + 1 : name_start]
+    if lead.endswith("--"):
+        return True
+    line_end = text.find("\n", m.end())
+    if _LINE_TAIL.fullmatch(text, m.end(), len(text) if line_end < 0 else line_end) is None:
+        return False
+    if _LINE_LEAD.fullmatch(lead) is None:
+        return False
+    if m.group("op") == ":":
+        return True  # YAML
+    # `NAME=value` with no spaces is shell/.env/properties; `name = value` is code.
+    op_start, value_start = m.start("op"), m.start("uv")
+    return m.group("op") == "=" and text[op_start - 1] not in " \t" and value_start == op_start + 1
+
+
+# What may precede a key on its line in a config file: a list dash, `export`/`override`, or (in
+# YAML flow maps) an opening brace or a comma. Anything else, a comment's `#` above all, makes
+# the text prose, judged as strictly as code: "# the password: must be rotated yearly".
+_CONFIG_LEAD = re.compile(r"(?:-|export|override|[^#;]*[{,])?", re.IGNORECASE)
+
+
+def _leads_its_line(text: str, name_start: int, syntax: str) -> bool:
+    lead = text[text.rfind("\n", 0, name_start) + 1 : name_start].strip(" \t\"'")
+    if syntax not in LINE_SYNTAXES:
+        return "#" not in lead  # shell, Dockerfile, HCL: `A=1 PASSWORD=x cmd` is still data
+    return _CONFIG_LEAD.fullmatch(lead) is not None
+
+
+def _before_comment(text: str, start: int, end: int) -> int:
+    """Where a rest-of-line value ends: before a ` #` or ` ;` comment and trailing blanks."""
+    for mark in "#;":
+        at = text.find(mark, start, end)
+        while at > start and text[at - 1] not in " \t":
+            at = text.find(mark, at + 1, end)
+        if at > start:
+            end = at
+    return start + len(text[start:end].rstrip(" \t\r"))
+
+
+def _name_start(text: str, at: int) -> int:
+    while at > 0 and text[at - 1] in _NAME_CHARS:
+        at -= 1
+    while at < len(text) and text[at] == "-":
+        at += 1  # a CLI flag's dashes are not part of the name
+    return at
+
+
+def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator[Span]:
+    """Values assigned to secret-named keys. `syntax` names the config language of a whole file
+    (mask_file knows it from the path); None is mixed text, judged line by line."""
+    if syntax is None:
+        patterns = _CODE_ASSIGNMENTS
+    else:
+        patterns = _LINE_ASSIGNMENTS if syntax in LINE_SYNTAXES else _WORD_ASSIGNMENTS
+    seen: set[int] = set()
+    # Shorter values are never judged secret (a typed password in config needs 4, else 8): most
+    # matches in code (`token: str`, `password = any(`) end here, before any work on the name.
+    shortest = 8 if syntax is None else 4
+    for pattern in patterns:
+        for m in pattern.finditer(low):
+            group = next((g for g in _QUOTED if m.group(g) is not None), None)
+            quoted = group is not None
+            start, end = m.span(group or "uv")
+            op = m.group("op")
+            if end - start < shortest or start in seen:
+                continue  # too short for any secret; or auth_token, found by "auth" and "token"
+            seen.add(start)
+            if (
+                not quoted
+                and op == ":"
+                and start == m.end("op")
+                and syntax != "ini"
+                and not m.group("scheme")
+            ):
+                continue  # `secretsmanager:GetSecretValue`, ARNs: a colon with no space is not YAML
+            name_start = _name_start(text, m.start())
+            if op == ">" and (
+                name_start == 0 or text[name_start - 1] != "<" or not low.startswith("</", end)
+            ):
+                continue  # `>` only closes an XML start tag: <password>…</password>
+            verdict = judge_name(text[name_start : m.end("rest")])
+            if verdict is None:
+                continue
+            if syntax is not None and not quoted:
+                if syntax in LINE_SYNTAXES:
+                    end = _before_comment(text, start, end)
+                end = start + len(text[start:end].rstrip(",)]};"))  # YAML flow {a: b}, shell `;`
+            if syntax == "yaml" and not quoted and text.startswith("!!", start):
+                start = text.find(" ", start, end) + 1 or end  # `!!binary <base64>`: judge the data
+            value = text[start:end]
+            name = low[name_start : m.end("rest")]
+            kind = _vendor_kind(name, value, m.group("scheme"))
+            if kind is not None:
+                yield start, end, kind
+                continue
+            if syntax == "hcl" and not quoted:
+                continue  # unquoted HCL is an expression: var.db_password, random_password.x
+            config = syntax is not None and _leads_its_line(text, name_start, syntax)
+            literal = quoted or syntax is not None or _bare_literal_context(text, name_start, m)
+            if is_secret_value(
+                value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
+            ):
+                yield start, end, "secret-assignment"
+
+
+_AWS_SECRET_NAME = re.compile(r"(?:aws_?)?secret_?(?:access_?)?key")
+_AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}")
+_AZURE_KEY = re.compile(r"[A-Za-z0-9+/]{86}==|[A-Za-z0-9+/]{43}=")
+
+
+def _vendor_kind(name: str, value: str, scheme: str | None) -> str | None:
+    """Secrets whose name, value shape or encoding tells whose they are; judged before (and
+    instead of) the generic test, since e.g. AWS's own example keys look like placeholders."""
+    if scheme == "basic" or name == "auth":
+        # Authorization: Basic …, Docker config "auth": both base64 of user:password.
+        return "basic-auth" if decodes_to_credentials(value) else None
+    if "secret" in name and _AWS_SECRET.fullmatch(value):
+        bare = name.replace("-", "_").replace(".", "_")
+        if _AWS_SECRET_NAME.search(bare) and ("aws" in bare or "access" in bare):
+            return "aws-secret-key"
+    if name.endswith(("accountkey", "sharedaccesskey")) and _AZURE_KEY.fullmatch(value):
+        return "azure-storage-key"
+    return None
+
+
+# A value named by a sibling on the same line: {"name": "DB_PASSWORD", "value": "…"} in JSON,
+# HCL and YAML flow maps, <add key="DbPassword" value="…"/> in .NET and NuGet configs.
+# Only a `value` right after a quote, comma or brace can have a name before it on its line.
+_PAIR_VALUE = re.compile(
+    r"""value(?:(?<=[,{"']value)|(?<=[,"'] value))["']?[ \t]*[:=][ \t]*"""
+    r"""(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<uv>[^\s,}\]"'/>]+))"""
+)
+_PAIR_NAME = re.compile(
+    r"""(?:name|key)["']?[ \t]*[:=][ \t]*["']?([^\s"',]+)["']?[ \t]*,?[ \t]*["']?\Z"""
+)
+
+
+def pair_spans(text: str, low: str, syntax: str | None = None) -> Iterator[Span]:
+    for m in _PAIR_VALUE.finditer(low):
+        line_start = low.rfind("\n", 0, m.start()) + 1
+        named = _PAIR_NAME.search(low, line_start, m.start())
+        if named is None:
+            continue
+        verdict = judge_name(text[named.start(1) : named.end(1)])
+        group = next((g for g in ("dq", "sq") if m.group(g) is not None), "uv")
+        start, end = m.span(group)
+        value = text[start:end]
+        if verdict is not None and is_secret_value(
+            value, quoted=group != "uv", literal=True, name=verdict, config=syntax is not None
+        ):
+            yield start, end, "secret-assignment"
+
+
+# Dockerfile's legacy `ENV NAME value` form, with no '='.
+_ENV_LEGACY = re.compile(
+    r"^[ \t]*ENV[ \t]+(?P<n>[A-Za-z_][\w.-]*)[ \t]+(?P<v>[^\s=][^\n]*)",
+    re.MULTILINE | re.IGNORECASE,
+)
+
+
+def env_instruction_spans(text: str, syntax: str | None) -> Iterator[Span]:
+    """Dockerfile's `ENV NAME value`. Only mask_file runs it, knowing a Dockerfile by its name:
+    every Dockerfile line a tool shows comes from those masked lines."""
+    if syntax != "dockerfile":
+        return
+    for m in _ENV_LEGACY.finditer(text):
+        verdict = judge_name(m.group("n"))
+        start, end = m.span("v")
+        value = m.group("v").rstrip(" \t\r")
+        end = start + len(value)
+        quoted = len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]
+        if quoted:
+            start, end, value = start + 1, end - 1, value[1:-1]
+        elif " " in value or "\t" in value or value[0] in "\"'":
+            continue  # several words: `ENV A b c` sets A to "b c" only in old Docker, skip prose
+        if verdict is not None and is_secret_value(
+            value, quoted=quoted, literal=True, name=verdict, config=True
+        ):
+            yield start, end, "secret-assignment"
+
+
+# --- Passwords in URLs and basic auth ------------------------------------------------------------
+
+# A URL from its "://" on; inside it, a password in the user info (up to the last '@' before
+# the path, so p@ss@host keeps nothing) and an Azure shared-access signature.
+_URL = re.compile(r"://[^\s'\"<>`]+")
+_USERINFO = re.compile(r"://[^/:@?#]*:(?P<v>[^/?#]+)@")
+_SAS = re.compile(r"[?&]sig=(?P<v>[A-Za-z0-9%+/]{30,}(?:%3D|%3d|=){0,2})")
+
+
+def _is_typed_password(value: str) -> bool:
+    low = value.lower()
+    # user:pass@ examples in docs are placeholders; real passwords are not plain words.
+    return not (
+        len(value) < 6
+        or value[0] in "$%<{"
+        or low in PLACEHOLDER_WORDS
+        or any(h in low for h in PLACEHOLDER_HINTS)
+        or value.startswith(MARKER_PREFIX)
+        or (value.isalpha() and value.islower() and len(value) <= 10)  # user:secret@, :postgres@
+    )
+
+
+def url_spans(text: str) -> Iterator[Span]:
+    """Passwords in scheme://user:password@host and the sig= of Azure SAS URLs."""
+    for url in _URL.finditer(text):
+        at = url.start()
+        if (m := _USERINFO.match(text, at, url.end())) and _is_typed_password(m.group("v")):
+            yield m.start("v"), m.end("v"), "url-password"
+        if "sig=" in url.group():
+            for sas in _SAS.finditer(text, at, url.end()):
+                yield sas.start("v"), sas.end("v"), "azure-sas-token"
+
+
+_CURL = re.compile("curl")  # a regex search for a short literal beats `in` on large texts
+_CURL_USER = re.compile(r"-(?:u|-user)(?:=|[ \t]+)[\"']?(?P<u>[^\s:\"'$]+):(?P<v>[^\s\"']+)")
+
+
+def curl_user_spans(text: str, low: str) -> Iterator[Span]:
+    """`curl -u user:password` and `--user`: HTTP basic credentials on a command line. (The
+    header form, Authorization: Basic, is an assignment; see _vendor_kind.)"""
+    if _CURL.search(low) is None:
+        return
+    for m in _CURL_USER.finditer(text):
+        if m.start() > 0 and text[m.start() - 1] not in " \t\n":
+            continue
+        if _is_typed_password(m.group("v")):
+            yield m.start("v"), m.end("v"), "basic-auth"

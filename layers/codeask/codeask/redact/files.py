@@ -1,0 +1,424 @@
+"""Whole-file masking: the secrets a slice cannot show, judged with the whole file and its path."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from itertools import accumulate
+
+from codeask.redact.assignments import (
+    PLACEHOLDER_HINTS,
+    is_secret_value,
+    judge_name,
+)
+from codeask.redact.encoded import encoded_key_spans
+from codeask.redact.kinds import MARKER_PREFIX, count_markers, marker
+from codeask.redact.pem import redact_pem
+from codeask.redact.scanner import find_spans, lowercase, replace, settle
+from codeask.redact.tokens import Span
+
+# --- What language a file's assignments are in --------------------------------------------------
+
+_SYNTAX_BY_EXT = {
+    ".yaml": "yaml", ".yml": "yaml",
+    ".ini": "ini", ".cfg": "ini", ".conf": "ini", ".cnf": "ini", ".properties": "ini",
+    ".toml": "ini", ".env": "shell",
+    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ksh": "shell",
+    ".tf": "hcl", ".hcl": "hcl", ".tfvars": "hcl", ".nomad": "hcl",
+    ".mk": "make", ".dockerfile": "dockerfile",
+}  # fmt: skip
+_SYNTAX_BY_NAME = {
+    "dockerfile": "dockerfile", "containerfile": "dockerfile",
+    "makefile": "make", "gnumakefile": "make",
+    ".bashrc": "shell", ".zshrc": "shell", ".profile": "shell", ".bash_profile": "shell",
+    "env": "shell", "dotenv": "shell", ".flaskenv": "shell", ".envrc": "shell",
+    ".editorconfig": "ini", ".gitconfig": "ini", "pip.conf": "ini",
+}  # fmt: skip
+# Copies kept as templates are the same language: app.properties.example, compose.yml.dist.
+_TEMPLATE_SUFFIXES = (".example", ".sample", ".dist", ".template", ".tmpl", ".default", ".orig")
+
+
+def config_syntax(path: str) -> str | None:
+    """The config or build language a file's name says it is in (yaml, ini, shell, dockerfile,
+    make, hcl), or None for code and everything else."""
+    name = path.rsplit("/", 1)[-1].lower()
+    for suffix in _TEMPLATE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    if name in _SYNTAX_BY_NAME:
+        return _SYNTAX_BY_NAME[name]
+    if name.startswith(("dockerfile.", "containerfile.")):
+        return "dockerfile"
+    if name.startswith(".env.") or name.endswith(".env"):
+        return "shell"
+    dot = name.rfind(".")
+    return _SYNTAX_BY_EXT.get(name[dot:]) if dot > 0 else None
+
+
+# --- Values continued with a backslash -----------------------------------------------------------
+
+_CONTINUATION = re.compile(r"\\\r?\n[ \t]*")
+
+
+class _Joined:
+    """A region of text with its backslash-newline continuations removed (and the indentation
+    after them), mapped back so a span found in the joined text lands on the original lines."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        pieces: list[str] = []
+        self.joined_at = [0]
+        self.origin_at = [start]
+        pos = start
+        length = 0
+        for m in _CONTINUATION.finditer(text, start, end):
+            escapes = 0
+            while m.start() - escapes - 1 >= start and text[m.start() - escapes - 1] == "\\":
+                escapes += 1
+            if escapes % 2:
+                continue  # `\\` at the end of a line is an escaped backslash, not a continuation
+            pieces.append(text[pos : m.start()])
+            length += m.start() - pos
+            pos = m.end()
+            self.joined_at.append(length)
+            self.origin_at.append(pos)
+        pieces.append(text[pos:end])
+        self.text = "".join(pieces)
+
+    def original(self, spans: list[Span]) -> list[Span]:
+        """The spans as pieces of the original text, split wherever a continuation was removed."""
+        out: list[Span] = []
+        for start, end, kind in spans:
+            i = bisect.bisect_right(self.joined_at, start) - 1
+            while i < len(self.joined_at) and self.joined_at[i] < end:
+                seg_end = self.joined_at[i + 1] if i + 1 < len(self.joined_at) else end
+                lo, hi = max(start, self.joined_at[i]), min(end, seg_end)
+                if lo < hi:
+                    shift = self.origin_at[i] - self.joined_at[i]
+                    out.append((lo + shift, hi + shift, kind))
+                i += 1
+        return out
+
+
+def _continued_regions(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each run of lines joined by trailing backslashes."""
+    regions: list[tuple[int, int]] = []
+    for m in _CONTINUATION.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if regions and start <= regions[-1][1]:
+            start = regions.pop()[0]
+        end = text.find("\n", m.end())
+        regions.append((start, len(text) if end < 0 else end))
+    return regions
+
+
+# --- Structure: YAML, HCL and INI ----------------------------------------------------------------
+
+_KIND_SECRET = re.compile(r"[ \t]*(?:-[ \t]+)?kind[ \t]*:[ \t]*[\"']?Secret[\"']?[ \t]*(?:#.*)?\r?")
+_BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*")
+_OWNED_KEYS = ("value", "default")
+_LOOKAROUND = 12  # lines searched for the key that names a value
+
+
+class _Entry:
+    """One `key: value` (YAML) or `key = value` (HCL) line, parsed by hand: a regex with a
+    lazy key is quadratic on long blank runs."""
+
+    __slots__ = ("key", "key_col", "quoted", "value_end", "value_start")
+
+    def __init__(self, key: str, key_col: int, value_start: int, value_end: int, quoted: bool):
+        self.key, self.key_col, self.quoted = key, key_col, quoted
+        self.value_start, self.value_end = value_start, value_end
+
+    def value(self, line: str) -> str:
+        return line[self.value_start : self.value_end]
+
+
+def _entry(line: str) -> _Entry | None:
+    col = len(line) - len(line.lstrip(" \t"))
+    if line.startswith("- ", col) or line.startswith("-\t", col):
+        col += 1
+        col += len(line) - col - len(line[col:].lstrip(" \t"))
+    if col >= len(line) or line[col] in "#/":
+        return None
+    at = col
+    if line[col] in "\"'":
+        at = line.find(line[col], col + 1)
+        if at < 0:
+            return None
+    ops = [p for p in (line.find(":", at), line.find("=", at)) if p > 0]
+    if not ops:
+        return None
+    op = min(ops)
+    if op + 1 < len(line) and line[op + 1] not in " \t\r":
+        return None  # a URL or an ARN, not a key
+    key = line[col:op].rstrip(" \t").strip("\"'")
+    if not key:
+        return None
+    start = op + 1
+    start += len(line) - start - len(line[start:].lstrip(" \t"))
+    end = len(line.rstrip(" \t\r"))
+    quoted = False
+    if start < end and line[start] in "\"'":
+        close = line.find(line[start], start + 1)
+        if close > start:
+            start, end, quoted = start + 1, close, True
+    if not quoted:
+        hash_at = line.find(" #", start, end)
+        if hash_at >= 0:
+            end = start + len(line[start:hash_at].rstrip(" \t"))
+    return _Entry(key, col, start, max(start, end), quoted)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t-"))
+
+
+def _blank(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#") or stripped.startswith("//")
+
+
+Piece = tuple[int, int, int]  # line, start column, end column
+
+# Where the structures below can be: found by a regex over the whole (lowercased) file, so the
+# lines of a large YAML file are only walked near them.
+_KIND_SECRET_AT = re.compile(r"kind[ \t]*:[ \t]*[\"']?secret[\"']?[ \t]*(?:#[^\n]*)?(?:\r?\n|$)")
+_NAME_THEN_VALUE = re.compile(
+    r"name[\"']?[ \t]*[:=][ \t]*[\"']?(?P<n>[\w.-]*(?:pass|pwd|secret|token|key|auth|cred)[\w.-]*)"
+    r"[\"']?[ \t]*,?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?[\"']?value[\"']?[ \t]*[:=]"
+)
+_DEFAULT_KEY = re.compile(r"default[\"']?[ \t]*[:=]")
+
+
+def _secret_data_value(value: str) -> bool:
+    """Any value of a Secret's data is secret, except the markers of no value at all."""
+    low = value.lower()
+    return bool(value) and not (
+        "{{" in value
+        or "${" in value
+        or value.startswith(MARKER_PREFIX)
+        or low in ("null", "~")
+        or any(h in low for h in PLACEHOLDER_HINTS)
+    )
+
+
+def _document(lines: list[str], i: int) -> tuple[int, int]:
+    """The YAML document (between `---` lines) that holds line i."""
+    first = i
+    while first > 0 and not lines[first - 1].startswith("---"):
+        first -= 1
+    last = i + 1
+    while last < len(lines) and not lines[last].startswith("---"):
+        last += 1
+    return first, last
+
+
+def _kubernetes_secret_pieces(lines: list[str], low: str, starts: list[int]) -> list[Piece]:
+    """The values under data: and stringData: of every `kind: Secret` document, however many
+    lines below the kind: line they sit, block scalars included."""
+    pieces: list[Piece] = []
+    seen: set[int] = set()
+    for m in _KIND_SECRET_AT.finditer(low):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if not _KIND_SECRET.fullmatch(lines[i]):
+            continue  # `kind: secret` in lowercase, or not a key of its own
+        first, last = _document(lines, i)
+        if first in seen:
+            continue
+        seen.add(first)
+        kind_cols = {
+            _indent(lines[k])
+            for k in range(first, last)
+            if "kind" in lines[k] and _KIND_SECRET.fullmatch(lines[k])
+        }
+        for k in range(first, last):
+            entry = _entry(lines[k]) if "ata" in lines[k] else None
+            if (
+                entry is not None
+                and entry.key in ("data", "stringData")
+                and entry.key_col in kind_cols
+                and entry.value_end == entry.value_start
+            ):
+                pieces += _mapping_values(lines, k, last, entry.key_col)
+    return pieces
+
+
+def _mapping_values(lines: list[str], key_line: int, last: int, key_col: int) -> list[Piece]:
+    """Every value of the mapping under the key on `key_line`, block scalars included."""
+    pieces: list[Piece] = []
+    child_col = -1
+    block_col = -1
+    for j in range(key_line + 1, last):
+        line = lines[j]
+        if _blank(line):
+            continue
+        col = _indent(line)
+        if col <= key_col:
+            break
+        if block_col >= 0 and col > block_col:
+            content = len(line) - len(line.lstrip(" \t"))
+            pieces.append((j, content, len(line.rstrip(" \t\r"))))
+            continue
+        block_col = -1
+        child_col = col if child_col < 0 else child_col
+        child = _entry(line) if col == child_col else None
+        if child is None:
+            continue
+        value = child.value(line)
+        if not child.quoted and _BLOCK_SCALAR.fullmatch(value):
+            block_col = col
+        elif _secret_data_value(value):
+            pieces.append((j, child.value_start, child.value_end))
+    return pieces
+
+
+def _block_name(line: str) -> str | None:
+    """The name a block or mapping opens with: `variable "db_password" {`, `DbPassword:`."""
+    brace = line.rfind("{")
+    if brace > 0:
+        close = line.rfind('"', 0, brace)
+        opening = line.rfind('"', 0, close) if close > 0 else -1
+        return line[opening + 1 : close] if opening >= 0 else None
+    entry = _entry(line)
+    return entry.key if entry is not None and entry.value_end == entry.value_start else None
+
+
+def _owner(lines: list[str], i: int, col: int) -> str | None:
+    """The name a value: / default: line belongs to: a sibling `name:` in the same mapping
+    (Kubernetes env, ECS task definitions), else the enclosing key (CloudFormation parameters,
+    Terraform variables)."""
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(lines) and abs(j - i) <= _LOOKAROUND:
+            line = lines[j]
+            j += step
+            if _blank(line):
+                continue
+            entry = _entry(line)
+            line_col = entry.key_col if entry else _indent(line)
+            if line_col < col or (step > 0 and line_col == col and line.lstrip().startswith("-")):
+                break  # left the mapping, or the next list item begins
+            if entry is not None and line_col == col and entry.key.lower() == "name":
+                return entry.value(line) or None
+    for j in range(i - 1, max(-1, i - _LOOKAROUND - 1), -1):
+        line = lines[j]
+        if _blank(line):
+            continue
+        if _indent(line) < col:
+            return _block_name(line)
+    return None
+
+
+# A secret-named key whose value continues on the more-indented lines below it: a YAML block
+# scalar (`password: |`) or an INI multi-line value (`password =` then indented lines). Found
+# from the rarer end of the line, then the key before it is judged.
+_BLOCK_START = {
+    "yaml": re.compile(r":[ \t]+[|>][-+0-9]*[ \t]*\r?$", re.MULTILINE),
+    "ini": re.compile(r"[=:][ \t]*\r?$", re.MULTILINE),
+}
+
+
+def _block_value_pieces(lines: list[str], text: str, starts: list[int], syntax: str) -> list[Piece]:
+    """The indented lines that continue a secret-named key's value."""
+    pieces: list[Piece] = []
+    for m in _BLOCK_START[syntax].finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        entry = _entry(lines[i])
+        if entry is None or judge_name(entry.key) is None:
+            continue
+        for j in range(i + 1, len(lines)):
+            line = lines[j]
+            if not line.strip(" \t\r"):
+                continue
+            content = len(line) - len(line.lstrip(" \t"))
+            if _indent(line) <= entry.key_col:
+                break
+            if line[content] not in "#;" and _secret_data_value(line[content:].rstrip(" \t\r")):
+                pieces.append((j, content, len(line.rstrip(" \t\r"))))
+    return pieces
+
+
+def _owned_value_pieces(lines: list[str], text: str, low: str, starts: list[int]) -> list[Piece]:
+    """Values whose secret name sits on another line: `- name: DB_PASSWORD` / `value: …`,
+    `DbPassword:` / `Default: …`, `variable "db_password" {` / `default = "…"`."""
+    owned: dict[int, str | None] = {}
+    for m in _NAME_THEN_VALUE.finditer(low):
+        value_line = bisect.bisect_right(starts, m.end()) - 1
+        owned[value_line] = text[m.start("n") : m.end("n")]
+    for m in _DEFAULT_KEY.finditer(low):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        owned.setdefault(i, None)
+    pieces: list[Piece] = []
+    for i, owner in sorted(owned.items()):
+        line = lines[i]
+        entry = _entry(line)
+        if entry is None or entry.key.lower() not in _OWNED_KEYS:
+            continue
+        value = entry.value(line)
+        if owner is None and value:
+            owner = _owner(lines, i, entry.key_col)
+        verdict = judge_name(owner) if owner else None
+        if verdict is not None and is_secret_value(
+            value, quoted=entry.quoted, literal=True, name=verdict, config=True
+        ):
+            pieces.append((i, entry.value_start, entry.value_end))
+    return pieces
+
+
+# --- The whole file --------------------------------------------------------------------------------
+
+
+def mask_file(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
+    """A file's lines with its secrets masked, judged on the whole file so that any slice of it
+    shows none: private keys (also base64-encoded, also seen from mid-block), values continued
+    over lines, Kubernetes Secret data, values named on another line, and in config and build
+    languages (by the path) every secret-named assignment. Never adds or removes a line;
+    returns the masked lines and the markers added, by kind. Fails closed: if masking breaks,
+    every line is withheld."""
+    try:
+        return _mask(lines, path)
+    except Exception:  # noqa: BLE001 - a bug here must hide the file, never show it unscanned
+        return [marker("unscanned")] * len(lines), ({"unscanned": 1} if lines else {})
+
+
+def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
+    text = "\n".join(lines)
+    masked = redact_pem(text, Counter()) if "PRIVATE KEY" in text else text
+    syntax = config_syntax(path)
+    # Listed in priority order: where spans overlap, the first names the secret.
+    spans = encoded_key_spans(masked)
+    owned: list[Span] = []
+    if syntax in ("yaml", "hcl", "ini"):
+        split = masked.split("\n") if masked is not text else lines
+        low = lowercase(masked)
+        starts = list(accumulate(map((1).__add__, map(len, split)), initial=0))
+        if syntax == "yaml":
+            secrets = _kubernetes_secret_pieces(split, low, starts)
+            spans += _to_spans(starts, secrets, "kubernetes-secret")
+        pieces = _owned_value_pieces(split, masked, low, starts) if syntax != "ini" else []
+        if syntax != "hcl":
+            pieces += _block_value_pieces(split, masked, starts, syntax)
+        owned = _to_spans(starts, pieces, "secret-assignment")
+    if syntax is not None:
+        region = _Joined(masked, 0, len(masked))
+        spans += region.original(find_spans(region.text, syntax))
+    else:
+        for start, end in _continued_regions(masked):
+            region = _Joined(masked, start, end)
+            spans += region.original(find_spans(region.text))
+    spans += owned
+    if spans:
+        masked = replace(masked, settle(spans))
+    if masked == text:
+        return list(lines), {}
+    out = masked.split("\n")
+    if len(out) != len(lines):
+        raise AssertionError("masking must keep every line")
+    return out, dict(count_markers(masked) - count_markers(text))
+
+
+def _to_spans(starts: list[int], pieces: list[Piece], kind: str) -> list[Span]:
+    """Line pieces as spans of the text the lines were split from (`starts`: line offsets)."""
+    return [(starts[line] + start, starts[line] + end, kind) for line, start, end in pieces]

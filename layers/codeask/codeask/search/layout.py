@@ -1,0 +1,377 @@
+"""Which hits a search result shows, and how: in full with context, as a preview, or only counted, in a budget."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from codeask.search.filekinds import refine_language, says_generated
+from codeask.search.query import FileHits, Hit, SearchOutcome
+from codeask.search.syntax import Context, FileSyntax, HitInfo, syntax_for
+
+# 10,000 characters (about 2,500 tokens): room for ~25 hits with their scope and a few lines of
+# context each plus two or three small bodies, which is what one answer usually needs; a larger
+# result mostly adds hits the model skims past, and costs every later round its tokens again.
+BUDGET = 10_000
+ALL_SHOWN = 25  # a result this small is shown whole, context trimmed to fit
+FULL_SHARE = 0.62  # of the budget, for hits shown with their scope; then one-line previews
+PREVIEW_SHARE = 0.88  # then counts per file
+SMALL_BODY = 30  # a definition this many lines long or less is shown whole
+MAX_BODIES = 4  # in a result of many hits, half as many
+TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
+WIDEN_BELOW = 0.6  # a result using less of the budget shows more of each hit's function
+WIDER = ((4, 8), (8, 16))  # lines before and after a hit, in turn, while room lasts
+FILE_CHUNK = 8  # hits a file contributes before the next file gets its turn
+ALTERNATIVE_CHUNK = 6  # likewise for each alternative of an alternation
+ANALYSED_PER_FILE = 150  # hits of one file given a scope and kind; the rest keep a guess
+PARSE_FIRST = 6  # files parsed before ranking across files settles
+PARSE_BUDGET_S = 0.6  # beyond this much parsing in one search, later files get heuristics
+HIT_CHARS = 400
+CONTEXT_CHARS = 220
+PREVIEW_CHARS = 110
+
+
+class FileSource:
+    """How the renderer reads files: every line through the toolbox's masked view."""
+
+    def __init__(
+        self, lines: Callable[[str], list[str] | None], key: Callable[[str], tuple[str, str]]
+    ) -> None:
+        self.lines = lines
+        self.key = key
+        self.parse_s = 0.0
+
+    def syntax(self, fh: FileHits) -> FileSyntax | None:
+        try:
+            lines = self.lines(fh.path)
+        except (OSError, ValueError, LookupError):
+            lines = None
+        if lines is None:
+            return None
+        language = refine_language(fh.language, lines) if self.parse_s < PARSE_BUDGET_S else None
+        started = time.monotonic()
+        syntax = syntax_for(self.key(fh.path), language, lines)
+        self.parse_s += time.monotonic() - started
+        return syntax
+
+
+def clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" [… line cut, {len(text) - limit} more characters]"
+
+
+@dataclass
+class ShownFile:
+    """One file of a result: its hits, what is shown of each, and its parse."""
+
+    fh: FileHits
+    syntax: FileSyntax | None = None
+    infos: dict[int, HitInfo] = field(default_factory=dict)
+    full: list[Hit] = field(default_factory=list)
+    preview: list[Hit] = field(default_factory=list)
+    rows: set[int] = field(default_factory=set)  # context rows shown
+    owner: dict[int, Hit] = field(default_factory=dict)  # the hit a context row was shown for
+    full_lines: set[int] = field(default_factory=set)
+
+    @property
+    def lines(self) -> list[str] | None:
+        return self.syntax.lines if self.syntax is not None else None
+
+    def text(self, row: int, fallback: str = "") -> str:
+        lines = self.lines
+        if lines is not None and 1 <= row <= len(lines):
+            return lines[row - 1]  # the masked view: a key body line never shows
+        return fallback
+
+    def label(self, hit: Hit) -> str:
+        info = self.infos.get(hit.line)
+        if info is None:
+            return ""
+        parts = list(info.scope)
+        if info.decorates:
+            parts.append(f"@ decorates {info.decorates}")
+        return " › ".join(parts)
+
+
+class Layout:
+    """Plans which hits are shown in full, previewed or counted, measuring with the writer."""
+
+    def __init__(self, outcome: SearchOutcome, source: FileSource, budget: int = BUDGET) -> None:
+        self.o = outcome
+        self.source = source
+        self.budget = budget
+        words = outcome.plain_words
+        main = [f for f in outcome.files if not (words and f.only_inside_words)]
+        # Matches only inside longer words are noise beside whole-word ones ('redistribute').
+        kept = {id(f) for f in main}
+        self.inside = [] if not main else [f for f in outcome.files if id(f) not in kept]
+        self.files = [ShownFile(f) for f in (main or outcome.files)]
+        self.write: Callable[[], str] = lambda: ""
+        self._text = ""
+
+    def fill(self, write: Callable[[], str]) -> str:
+        """Plan the result with `write` (which writes the current plan) and return the text."""
+        self.write = write
+        self.plan()
+        return self._text
+
+    # -- analysis --------------------------------------------------------------------------------
+
+    def _analyse(self, f: ShownFile) -> None:
+        if f.syntax is not None or f.fh.parsed:
+            return
+        f.syntax = self.source.syntax(f.fh)
+        f.fh.parsed = True
+        if f.syntax is None:
+            return
+        if f.fh.kind != "generated" and says_generated(f.syntax.lines[:5]):
+            f.fh.kind = "generated"
+        hits = f.fh.hits[:ANALYSED_PER_FILE]  # the file's best by their guessed kind
+        f.syntax.prepare([h.line for h in hits])
+        for h in hits:
+            spans = h.spans
+            lines = f.syntax.lines
+            if 1 <= h.line <= len(lines) and lines[h.line - 1] != h.text:
+                spans = []  # rg's line was cut to a preview: spans do not apply
+            info = f.syntax.info(h.line, spans)
+            f.infos[h.line] = info
+            if f.syntax.parsed or info.kind in ("comment", "definition"):
+                h.kind = info.kind
+        f.fh.rescore()
+
+    def _order(self) -> list[tuple[ShownFile, Hit]]:
+        """Hits in the order they earn room: a file's best few, then the next file's; with an
+        alternation, each alternative's best few in turn, so a common one cannot starve a rare one."""
+        for f in self.files[:PARSE_FIRST]:
+            self._analyse(f)
+        self.files.sort(key=lambda f: (-f.fh.score, f.fh.path))
+        keyed = []
+        per_alt: dict[int | None, int] = {}
+        for file_rank, f in enumerate(self.files):
+            for rank, h in enumerate(f.fh.hits):
+                alt_rank = per_alt.get(h.alternative, 0)
+                per_alt[h.alternative] = alt_rank + 1
+                alt_chunk = alt_rank // ALTERNATIVE_CHUNK if self.o.alternatives else 0
+                key = (not h.exact_case, alt_chunk, rank // FILE_CHUNK, file_rank, rank)
+                keyed.append((key, f, h))
+        keyed.sort(key=lambda k: k[0])
+        return [(f, h) for _, f, h in keyed]
+
+    # -- planning --------------------------------------------------------------------------------
+
+    def plan(self) -> None:
+        """In rank order: each hit is shown in full (its text and scope) while a share of the
+        budget lasts, then as a one-line preview, then only counted. The best hits' bodies and
+        context are paid for as they are placed; the others get context from what is left."""
+        order = self._order()
+        show_all = len(order) <= ALL_SHOWN
+        bodies = MAX_BODIES if show_all else MAX_BODIES // 2
+        used = 0
+        labels: dict[str, set[str]] = {}
+        added: list[tuple[ShownFile, set[int]]] = []
+        placed = 0
+        for f, h in order:
+            if not f.full and not f.preview:
+                used += len(f.fh.path) + 40
+            if f.syntax is None and not f.fh.parsed and used < self.budget * FULL_SHARE:
+                self._analyse(f)
+            label = f.label(h)
+            cost = len(clip(f.text(h.line, h.text), HIT_CHARS)) + 10
+            seen = labels.setdefault(f.fh.path, set())
+            if label and label not in seen:
+                cost += len(label) + 6
+            if show_all or used + cost <= self.budget * FULL_SHARE:
+                f.full.append(h)
+                f.full_lines.add(h.line)
+                seen.add(label)
+                used += cost
+                if placed < TOP_CONTEXT:
+                    rows, is_body = self._context(f, h, bodies > 0)
+                    extra = sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
+                    if rows and (show_all or used + extra <= self.budget * FULL_SHARE):
+                        bodies -= is_body
+                        used += extra
+                        self._add_rows(f, h, rows, added)
+                placed += 1
+                continue
+            cost = min(len(h.text.strip()), PREVIEW_CHARS) + 12
+            if used + cost <= self.budget * PREVIEW_SHARE:
+                f.preview.append(h)
+                used += cost
+        for f, h in order[TOP_CONTEXT:]:
+            if not show_all and h.kind in ("comment", "string"):
+                continue  # prose reads on its own; its neighbours rarely matter to the answer
+            if h.line in f.full_lines and f.syntax is not None:
+                rows, is_body = self._context(f, h, bodies > 0)
+                bodies -= is_body
+                self._add_rows(f, h, rows, added)
+        self._fit(order, added)
+
+    def _context(self, f: ShownFile, h: Hit, body_allowed: bool) -> tuple[set[int], bool]:
+        """Rows to show with a hit: a small definition whole, a big one's signature, or the
+        lines around it; and whether that was a whole body."""
+        if f.syntax is None:
+            return set(), False
+        info = f.infos.get(h.line) or HitInfo()
+        if info.whole and h.kind == "definition" and info.whole[1] > info.whole[0]:
+            first, last = info.whole
+            if last - first + 1 <= SMALL_BODY and body_allowed:
+                return set(range(first, last + 1)), True
+            end = max(info.header_end or h.line, h.line)
+            return set(range(first, min(end + 2, last) + 1)), False
+        return self._around(f, h), False
+
+    @staticmethod
+    def _add_rows(
+        f: ShownFile, h: Hit, rows: set[int], added: list[tuple[ShownFile, set[int]]]
+    ) -> None:
+        new = {r for r in rows if r not in f.rows and r not in f.full_lines}
+        if new:
+            f.rows |= new
+            for r in new:
+                f.owner.setdefault(r, h)
+            added.append((f, new))
+
+    def _fit(
+        self, order: list[tuple[ShownFile, Hit]], added: list[tuple[ShownFile, set[int]]]
+    ) -> None:
+        # Over the budget: context goes from the lowest hits first, then the lowest previews, then
+        # full hits become previews (never in a small result, which always shows every hit).
+        for f, rows in added:
+            f.rows -= rows
+        # Estimate first (one render), then search for the exact cut only when the estimate misses.
+        room = self.budget - len(self.write())
+        keep = 0
+        for f, rows in added:
+            room -= sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
+            if room < 0:
+                break
+            keep += 1
+        if not self._fits_with(added[:keep]):
+            keep = _most(keep, lambda k: self._fits_with(added[:k]))
+        self._apply(added[:keep])
+        text = self.write()
+        if len(text) > self.budget:
+            previews = [(f, h) for f, h in order if h in f.preview]
+            for f, h in previews:
+                f.preview.remove(h)
+            kept = _most(len(previews), lambda k: self._fits_with([], previews[:k]))
+            for f, h in previews[:kept]:
+                f.preview.append(h)
+            text = self.write()
+            demotable = [(f, h) for f, h in order if h in f.full][ALL_SHOWN:]
+            if len(text) > self.budget and demotable:
+                for f, h in demotable:
+                    f.full.remove(h)
+                kept = _most(len(demotable), lambda k: self._fits_with([], [], demotable[:k]))
+                for f, h in demotable[:kept]:
+                    f.full.append(h)
+                for f, h in demotable[kept:]:
+                    f.full_lines.discard(h.line)
+                    f.preview.append(h)
+                text = self.write()
+        if len(text) < self.budget * WIDEN_BELOW:
+            text = self._widen(order, text)
+        self._text = text
+
+    def _widen(self, order: list[tuple[ShownFile, Hit]], text: str) -> str:
+        """Room to spare: more of each code hit's function, best hits first, so that the loop,
+        the call or the formula a few lines away comes without a read."""
+        for before, after in WIDER:
+            grown: list[tuple[ShownFile, set[int]]] = []
+            room = self.budget * 0.95 - len(text)
+            for f, h in order:
+                if h.line not in f.full_lines or h.kind in ("comment", "string") or not f.lines:
+                    continue
+                info = f.infos.get(h.line)
+                if info is None:
+                    continue
+                if h.kind == "definition" and info.whole:
+                    lo, hi = h.line, info.whole[1]  # further into its own body
+                elif info.extent:
+                    lo, hi = info.extent  # more of the function it is in
+                else:
+                    continue  # a prototype or a top-level line: its neighbours are unrelated
+                rows = set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+                new = {r for r in rows if r not in f.rows and r not in f.full_lines}
+                cost = sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in new)
+                if not new or cost > room:
+                    continue
+                room -= cost
+                f.rows |= new
+                for r in new:
+                    f.owner.setdefault(r, h)
+                grown.append((f, new))
+            if not grown:
+                break
+            wider = self.write()
+            if len(wider) > self.budget:
+                for f, rows in grown:
+                    f.rows -= rows
+                break
+            text = wider
+        return text
+
+    def _apply(self, added: list[tuple[ShownFile, set[int]]]) -> None:
+        for f in self.files:
+            f.rows = set()
+        for f, rows in added:
+            f.rows |= rows
+
+    def _fits_with(
+        self,
+        added: list[tuple[ShownFile, set[int]]],
+        previews: list[tuple[ShownFile, Hit]] | None = None,
+        full: list[tuple[ShownFile, Hit]] | None = None,
+    ) -> bool:
+        """Would the result fit with only these context rows (and these previews or full hits)?"""
+        saved = [(f, f.rows) for f in self.files]
+        for f, h in previews or []:
+            f.preview.append(h)
+        for f, h in full or []:
+            f.full.append(h)
+        self._apply(added)
+        fits = len(self.write()) <= self.budget
+        for f, h in previews or []:
+            f.preview.remove(h)
+        for f, h in full or []:
+            f.full.remove(h)
+        for f, rows in saved:
+            f.rows = rows
+        return fits
+
+    def _around(self, f: ShownFile, h: Hit) -> set[int]:
+        lo, hi = 1, len(f.lines or [])
+        info = f.infos.get(h.line)
+        if info is not None and info.extent is not None:
+            lo, hi = info.extent  # lines around a hit stay inside its function
+        want = {r for r in (h.line - 1, h.line + 1, h.line + 2) if lo <= r <= hi}
+        if f.syntax is None:
+            return want
+        ctx: Context = f.syntax.context(h.line, h.spans)
+        if ctx.statement:
+            want |= set(range(ctx.statement[0], ctx.statement[1] + 1))
+        want |= set(ctx.headers[:2]) | set(ctx.assignments[:2])
+        # a line that is blank, a lone brace or a bare comment marker says nothing on its own
+        return {r for r in want if f.text(r).strip() not in _EMPTY_LINES}
+
+
+_EMPTY_LINES = frozenset({"", "{", "}", "};", ")", "end", "#", "##", "//", "/*", "*/", "*"})
+
+
+def _most(n: int, fits: Callable[[int], bool]) -> int:
+    """The largest k in 0..n with fits(k), for a fits() that stays false once it turns false."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def blank_between(f: ShownFile, a: int, b: int) -> bool:
+    return any(not f.text(r).strip() for r in range(a + 1, b))

@@ -1,0 +1,140 @@
+"""What a search pattern means: its case, its alternatives, whether it is a plain word, where it matched."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+_WORD_CHAR = re.compile(r"\w")
+_PLAIN_WORD = re.compile(r"\w{2,}")
+_INLINE_FLAGS = re.compile(r"\(\?[a-zA-Z]*[is][a-zA-Z-]*[:)]")
+
+
+def _literal_chars(pattern: str) -> str:
+    """The pattern without escapes and class shorthands (`\\S`, `\\W`, `\\p{Lu}`), as rg's smart case sees it."""
+    return re.sub(r"\\p\{[^}]*\}|\\.", "", pattern)
+
+
+def split_alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of `a|b|c` (none inside groups or classes); one item if there are none."""
+    parts: list[str] = []
+    depth = 0
+    in_class = False
+    start = 0
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1  # `[]...]`: a literal ] first in a class
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(0, depth - 1)
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return [p for p in parts if p] or [pattern]
+
+
+def compile_python(pattern: str, *, ignore_case: bool) -> re.Pattern[str] | None:
+    """The pattern as Python's `re` reads it (rg's syntax mostly agrees), or None when it cannot."""
+    try:
+        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A model's regex and what follows from it; `ignore_case` is rg's smart case unless said otherwise."""
+
+    text: str
+    ignore_case: bool
+
+    @classmethod
+    def smart(cls, text: str) -> Pattern:
+        """Smart case, as rg has it: case-insensitive unless a literal capital letter appears."""
+        return cls(text, not any(c.isupper() for c in _literal_chars(text)))
+
+    @property
+    def has_inline_case_flag(self) -> bool:
+        """The model said `(?i)` or `(?-i)` itself: its choice stands."""
+        return bool(_INLINE_FLAGS.search(self.text))
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str] | None:
+        return compile_python(self.text, ignore_case=self.ignore_case)
+
+    @cached_property
+    def alternatives(self) -> list[str]:
+        return split_alternatives(self.text)
+
+    @cached_property
+    def compiled_alternatives(self) -> list[re.Pattern[str] | None]:
+        return [compile_python(a, ignore_case=self.ignore_case) for a in self.alternatives]
+
+    @cached_property
+    def plain_words(self) -> list[str]:
+        """The words when every alternative is a plain word (`redis`, `redis|memcached`), else []."""
+        alts = self.alternatives
+        if all(_PLAIN_WORD.fullmatch(a) for a in alts):
+            return alts
+        return []
+
+    def spans(self, text: str, limit: int = 4) -> list[tuple[int, int]]:
+        """Where the pattern matched in one line (Python's reading), at most `limit` spans."""
+        rx = self.compiled
+        if rx is None:
+            return []
+        out = []
+        for m in rx.finditer(text):
+            if m.end() > m.start():
+                out.append(m.span())
+            if len(out) >= limit:
+                break
+        return out
+
+    def alternative_of(self, text: str) -> int | None:
+        """Which top-level alternative matched this line first (None without alternation)."""
+        if len(self.alternatives) < 2:
+            return None
+        best: tuple[int, int] | None = None
+        for i, rx in enumerate(self.compiled_alternatives):
+            if rx is None:
+                continue
+            m = rx.search(text)
+            if m and (best is None or m.start() < best[0]):
+                best = (m.start(), i)
+        return None if best is None else best[1]
+
+
+def word_fit(text: str, start: int, end: int) -> str:
+    """'whole' for a whole word, 'part' for a part of an identifier (snake_case, camelCase),
+    'edge' when it starts or ends a longer word ('redis' in 'redistribute', a stem), 'inside'
+    when it sits within one ('edis' in 'redistribute')."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    first = text[start : start + 1]
+    last = text[end - 1 : end]
+    left_whole = not _WORD_CHAR.match(before)
+    right_whole = not _WORD_CHAR.match(after)
+    if left_whole and right_whole:
+        return "whole"
+    left_ok = left_whole or before == "_" or (before.islower() and first.isupper())
+    right_ok = (
+        right_whole or after == "_" or (after.isupper() and last.islower()) or after.isdigit()
+    )
+    if left_ok and right_ok:
+        return "part"
+    return "edge" if left_ok or right_ok else "inside"

@@ -1,0 +1,62 @@
+"""How useful a hit is likely to be: definitions and code over mentions, source over tests, docs and vendored code."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from codeask.search import heuristics
+from codeask.search.filekinds import KIND_WEIGHT
+
+# What a line is worth by what it is; a definition is usually what the question is about.
+HIT_KIND_WEIGHT = {
+    "definition": 2.5,
+    "call": 1.1,
+    "reference": 1.0,
+    "import": 0.6,
+    "string": 0.45,
+    "comment": 0.35,
+}
+WORD_FIT_WEIGHT = {"whole": 1.0, "part": 0.85, "edge": 0.6, "inside": 0.3}
+CASE_DIFFERS_WEIGHT = 0.5
+LICENCE_WEIGHT = 0.05
+
+_LICENCE_RE = re.compile(
+    r"licen[cs]e|copyright|\(c\)\s*\d|redistribut|warrant|permission is hereby|spdx", re.IGNORECASE
+)
+_IMPORT_PREFIXES = ("import ", "from ", "#include", "use ", "require(", "using ", "require ")
+
+
+def is_licence_header(line_no: int, text: str) -> bool:
+    return line_no <= 40 and _LICENCE_RE.search(text) is not None
+
+
+def guess_kind(text: str, language: str | None) -> str:
+    """A hit's kind from its line alone, before (or without) a parse."""
+    if language is not None and heuristics.looks_like_comment(text, language):
+        return "comment"
+    if text.lstrip().startswith(_IMPORT_PREFIXES):
+        return "import"
+    if heuristics.is_definition(text):
+        return "definition"
+    return "reference"
+
+
+def hit_score(
+    file_kind: str, line_no: int, text: str, kind: str, fit: str, *, exact_case: bool = True
+) -> float:
+    """A score for one matching line; only the order matters."""
+    weight = HIT_KIND_WEIGHT[kind]
+    if kind == "definition" and file_kind == "test":
+        weight = HIT_KIND_WEIGHT["reference"]  # a test named after a thing is not the thing
+    score = KIND_WEIGHT[file_kind] * weight * WORD_FIT_WEIGHT[fit]
+    if not exact_case:
+        score *= CASE_DIFFERS_WEIGHT
+    if is_licence_header(line_no, text):
+        score *= LICENCE_WEIGHT
+    return score
+
+
+def file_score(hit_scores: list[float]) -> float:
+    best = max(hit_scores) if hit_scores else 0.0
+    return best + 0.15 * math.log1p(len(hit_scores)) * best

@@ -1,0 +1,271 @@
+"""search_code's result as the model reads it: budget, bodies, context, ordering, case, alternations, globs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codeask.search import BUDGET
+from codeask.snapshot import RepoRef, Snapshot
+from codeask.tools import Toolbox
+
+FIXTURES = Path(__file__).parent / "fixtures" / "search"
+SHA = "b" * 40
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return tmp_path / "repo"
+
+
+def search(root: Path, **args: str) -> str:
+    tb = Toolbox(Snapshot(root, SHA, RepoRef("r", str(root))))
+    result = tb.run("search_code", args)
+    assert not result.is_error, result.text
+    return result.text
+
+
+def hit_rows(text: str) -> list[str]:
+    """The lines that are hits (a mark, a line number, the text), previews included."""
+    return [ln for ln in text.splitlines() if re.match(r"^[D>IS#] +\d+  ", ln)]
+
+
+# -- budget ------------------------------------------------------------------------------------
+
+
+def test_a_result_of_25_matches_shows_every_one_with_its_text(repo: Path) -> None:
+    # Given 25 call sites with long lines in five files
+    for f in range(5):
+        body = "".join(
+            f"def caller_{f}_{i}():\n    send_invoice({'x' * 280}, {i})\n\n" for i in range(5)
+        )
+        write(repo, f"billing/mod{f}.py", body)
+    # When they are searched for
+    text = search(repo, pattern="send_invoice")
+    # Then each one is there with its text and its caller, and the header says the list is complete
+    assert len(hit_rows(text)) == 25
+    for f in range(5):
+        for i in range(5):
+            assert f"  in def caller_{f}_{i}()" in text
+    assert "complete: every match is shown" in text
+
+
+def test_beyond_the_budget_folded_hits_get_a_preview_then_counts(repo: Path) -> None:
+    # Given 400 call sites in 80 files
+    for f in range(80):
+        write(repo, f"svc/m{f:02}.py", "".join(f"x{i} = notify_user({f}, {i})\n" for i in range(5)))
+    text = search(repo, pattern="notify_user")
+    # Then it stays within the budget, says what was shown, previews more, and counts the rest
+    assert len(text) <= BUDGET
+    head = text.splitlines()[0]
+    assert re.search(r"\d+ shown with context, \d+ as one-line previews, \d+ only counted", head)
+    assert "more in this file, one line each:" in text
+    assert "Not shown, with their match counts: " in text
+    assert "complete" not in head
+
+
+def test_a_flood_stays_within_the_budget(repo: Path) -> None:
+    for f in range(30):
+        write(repo, f"gen/f{f}.txt", ("needle " + "y" * 390 + "\n") * 60)
+    assert len(search(repo, pattern="needle")) <= BUDGET
+
+
+# -- bodies and context ------------------------------------------------------------------------
+
+
+def test_a_small_definition_is_shown_whole_and_a_long_one_by_its_signature(repo: Path) -> None:
+    write(repo, "src/session.py", (FIXTURES / "session.py").read_text())
+    text = search(repo, pattern="def get_adapter|def retry")
+    # get_adapter is 5 lines: all of them; retry is 21 lines: also whole (up to 30)
+    assert 'raise ValueError(f"no adapter for {url!r}")' in text
+    assert "return decorate" in text
+    long_fn = "def long_one(a,\n        b):\n" + "".join(f"    step_{i}()\n" for i in range(60))
+    write(repo, "src/long.py", long_fn)
+    text = search(repo, pattern="def long_one")
+    assert "        b):" in text and "step_0()" in text  # the whole signature, the first lines
+    assert "step_40()" not in text
+
+
+def test_context_reads_like_code(repo: Path) -> None:
+    write(repo, "src/session.py", (FIXTURES / "session.py").read_text())
+    text = search(repo, pattern=r"time\.sleep")
+    block = text.split("src/session.py", 1)[1]
+    # the scope, the loop it is in and the value it uses, in line order, indentation kept
+    assert "  in def retry › def decorate › def wrapper(*args, **kwargs)" in block
+    rows = [ln for ln in block.splitlines() if re.match(r"^[ D>IS#] +\d+  ", ln)]
+    numbers = [int(re.findall(r"\d+", ln)[0]) for ln in rows]
+    assert numbers == sorted(numbers) and len(numbers) == len(set(numbers))
+    assert any(ln.endswith("            delay = DEFAULT_BACKOFF") for ln in rows)
+    assert any(ln.endswith("            for attempt in range(times):") for ln in rows)
+    assert any(ln.endswith("                    time.sleep(delay * 2**attempt)") for ln in rows)
+
+
+def test_a_decorator_hit_names_the_function_it_decorates(repo: Path) -> None:
+    write(repo, "src/session.py", (FIXTURES / "session.py").read_text())
+    text = search(repo, pattern=r"@retry\(")
+    assert "@ decorates def send(self, request, *, stream: bool = False" in text
+
+
+def test_c_call_sites_name_their_functions(repo: Path) -> None:
+    write(repo, "refs.c", (FIXTURES / "refs.c").read_text())
+    text = search(repo, pattern=r"resolve_ref_unsafe\(")
+    assert "  in int update_ref(const char *msg, const char *refname" in text
+    assert re.search(r"^D +\d+  resolve_ref_unsafe\(const char \*refname,$", text, re.M)
+
+
+def test_yaml_keys_show_their_path(repo: Path) -> None:
+    write(repo, "deploy/values.yaml", (FIXTURES / "values.yaml").read_text())
+    text = search(repo, pattern="redis:")
+    assert "  in plugin_routing › modules › redis" in text
+    assert "  in plugin_routing › cache › redis" in text
+    assert "host: redis-master" in text  # a small mapping is shown whole under its key
+
+
+# -- ordering ------------------------------------------------------------------------------------
+
+
+def test_whole_words_first_and_matches_inside_longer_words_summarised(repo: Path) -> None:
+    licence = "# Copyright 2026 Example. Redistribution and use permitted.\n"
+    for i in range(6):
+        write(repo, f"lib/m{i}.py", licence + f"def f{i}():\n    return {i}\n")
+    write(repo, "app/cache.py", licence + "def connect():\n    return redis_client(host)\n")
+    write(repo, "app/settings.py", "REDIS_URL = 'x'\nbackend = 'redis'\n")
+    text = search(repo, pattern="redis")
+    # the files with the word come first; the licence-only files are one line in the header
+    assert "app/cache.py — 2 matches" in text and "app/settings.py — 2 matches" in text
+    assert "lib/m0.py" not in text
+    assert (
+        "Not shown: 6 matches in 6 files where `redis` is only part of a longer word "
+        "(redistribution); `\\bredis\\b` searches whole words only." in text
+    )
+
+
+def test_licence_headers_rank_last(repo: Path) -> None:
+    write(repo, "a_licensed.py", "# Copyright (c) 2026 uses sqlite under its licence\nx = 1\n")
+    write(repo, "z_code.py", "import sqlite3\nconn = sqlite3.connect(path)\n")
+    text = search(repo, pattern="sqlite")
+    assert text.index("z_code.py") < text.index("a_licensed.py")
+
+
+def test_within_a_file_code_comes_before_comments_and_docstrings(repo: Path) -> None:
+    comments = "".join(f"/* binary search note {i}: {'w' * 300} */\n" for i in range(40))
+    code = "".join(f"int f{i}(void) {{ return binary_search(t, {i}); }}\n" for i in range(8))
+    write(repo, "src/search.c", comments + code)
+    text = search(repo, pattern="binary")
+    code_rows = [ln for ln in hit_rows(text) if "return binary_search" in ln]
+    assert len(code_rows) == 8 and all(ln.startswith(">") for ln in code_rows)
+    assert "src/search.c — 48 matches" in text
+
+
+def test_c_sources_are_code_whatever_their_name(repo: Path) -> None:
+    write(repo, "history.c", "void add_history(const char *line) { keep(line); }\n")
+    write(repo, "docs/history.md", "Call add_history to keep a line.\n")
+    text = search(repo, pattern="add_history")
+    assert "history.c — 1 match" in text and "history.c [docs]" not in text
+    assert "docs/history.md [docs] — 1 match" in text
+    assert text.index("\nhistory.c") < text.index("docs/history.md")
+
+
+# -- case and alternations -----------------------------------------------------------------------
+
+
+def test_capitals_also_find_other_spellings_ranked_after_the_exact_ones(repo: Path) -> None:
+    write(repo, "src/a_cluster.c", "clusterNode *n = lookupNode(id);\n")
+    write(repo, "src/b_cluster.c", "freeClusterNode(n);\n")
+    write(repo, "src/conf.py", "maxtasksperchild = 10\n")
+    text = search(repo, pattern="ClusterNode")
+    assert (
+        "Case: 1 match has the pattern's exact case; 1 more match ignoring case "
+        "(`clusterNode`), ranked after them." in text
+    )
+    assert text.index("freeClusterNode(n);") < text.index("clusterNode *n")
+    text = search(repo, pattern="maxTasksPerChild")
+    assert "maxtasksperchild = 10" in text and "Case: 0 matches have" in text
+    # the model's own case flag stands
+    assert search(repo, pattern="(?-i)maxTasksPerChild").startswith("No matches")
+
+
+def test_a_common_alternative_cannot_hide_a_rare_one(repo: Path) -> None:
+    for f in range(40):
+        write(repo, f"core/m{f:02}.py", "".join(f"log_event({f}, {i})\n" for i in range(30)))
+    write(repo, "zz/rare.py", "def audit_trail():\n    pass\n\naudit_trail()\n")
+    tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))))
+    # a raw cap smaller than the common term's matches: rg stops before it reaches the rare one
+    outcome = tb.search_outcome("log_event|audit_trail", max_matches=300, stable=True)
+    text = tb.render_search(outcome)
+    assert "Matches per alternative: `log_event` " in text and "`audit_trail` 2." in text
+    assert re.search(r"^D +1  def audit_trail\(\):$", text, re.M)
+    assert re.search(r"^> +4  audit_trail\(\)$", text, re.M)
+
+
+# -- globs and paths -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tree(repo: Path) -> Path:
+    for rel in ("src/a.c", "src/a.h", "src/a.py", "src/tests/t.c", "tests/t.c", "lib/b.c"):
+        write(repo, rel, "marker_here\n")
+    return repo
+
+
+def files_in(text: str) -> set[str]:
+    return {ln.split(" ")[0] for ln in text.splitlines() if " — " in ln and "match" in ln}
+
+
+def test_brace_and_path_globs_match_as_ripgrep_does(tree: Path) -> None:
+    assert files_in(search(tree, pattern="marker_here", glob="*.{c,h}")) == {
+        "src/a.c", "src/a.h", "src/tests/t.c", "tests/t.c", "lib/b.c"}  # fmt: skip
+    assert files_in(search(tree, pattern="marker_here", glob="src/*.c")) == {"src/a.c"}
+
+
+def test_a_negative_glob_under_a_path_does_what_it_says(tree: Path) -> None:
+    text = search(tree, pattern="marker_here", glob="!tests/**", path="src")
+    assert files_in(text) == {"src/a.c", "src/a.h", "src/a.py"}
+
+
+def test_a_path_that_is_a_file_reads_as_a_file(tree: Path) -> None:
+    text = search(tree, pattern="marker_here", path="src/a.c")
+    assert text.startswith("1 match in 1 file for `marker_here` in src/a.c;")
+    assert "src/a.c/" not in text
+
+
+def test_list_files_takes_brace_globs_too(tree: Path) -> None:
+    tb = Toolbox(Snapshot(tree, SHA, RepoRef("r", str(tree))))
+    listed = tb.run("list_files", {"glob": "*.{c,h}"}).text.splitlines()[1:]
+    assert listed == ["lib/b.c", "src/a.c", "src/a.h", "src/tests/t.c", "tests/t.c"]
+
+
+def test_every_language_fixture_is_searchable(repo: Path) -> None:
+    shutil.copytree(FIXTURES, repo)
+    text = search(repo, pattern="redis|Shutdown|findOrFail|parse_term|deliver|SendAsync")
+    for name in ("values.yaml", "server.go", "UserController.php", "parser.rs", "notifier.rb"):
+        assert name in text
+
+
+def test_parallel_searches_sharing_a_big_file_read_it_alike(repo: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codeask.search import syntax
+
+    body = "".join(
+        f"int handler_{i}(int r)\n{{\n\tint rc = step_{i % 7}(r);\n\treturn finish_{i % 5}(rc);\n}}\n\n"
+        for i in range(1600)  # just over the size that is parsed in slices
+    )
+    write(repo, "src/big.c", body)
+    patterns = [f"finish_{k}\\(" for k in range(3)] + [f"step_{k}\\(" for k in range(3)]
+    syntax.clear_cache()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda p: search(repo, pattern=p), patterns))
+    syntax.clear_cache()
+    alone = [search(repo, pattern=p) for p in patterns]
+    assert together == alone
+    assert "  in int handler_1(int r)" in together[4]
