@@ -46,7 +46,7 @@ def streaming(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Stack:
     monkeypatch.setenv("CODEASK_STREAM_APPEND_S", "0.02")
     monkeypatch.setenv("CODEASK_STREAM_EDIT_S", "0.02")
     lambdas.reset_settings()
-    stack.model.tokens_per_s = 400
+    stack.model.tokens_per_s = 150
     return stack
 
 
@@ -190,6 +190,7 @@ def test_where_streaming_is_refused_the_placeholder_is_edited_as_it_is_written(
 ) -> None:
     stack = streaming
     # Given a workspace where chat.startStream is not available
+    stack.model.tokens_per_s = 80
     stack.slack.fail("chat.startStream", "not_allowed_token_type")
     model_answers(stack, ANSWER)
     ask_once(stack)

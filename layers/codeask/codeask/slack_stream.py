@@ -205,6 +205,11 @@ class SlackStream:
             if self.mode == StreamMode.STREAM:
                 return
         if self.mode == StreamMode.STREAM:
+            if not markdown.startswith(self.sent):
+                # A stream only grows; what would change what was shown waits for the finished
+                # answer (the hold-back never gives this; the guard keeps it so).
+                logger.warning("streamed text would change; waiting for the finished answer")
+                return
             self.slack.chat_appendStream(
                 channel=self.job.channel,
                 ts=self.answer_ts,
