@@ -155,8 +155,8 @@ def test_a_stream_that_breaks_after_words_were_shown_ends_honestly_without_repea
 def test_a_stream_still_going_at_the_deadline_is_cut_there(tmp_path: Path, repo: Any) -> None:
     # Given a model writing slowly and a deadline that comes mid-answer
     slow = "Retries happen in `billing/worker.py:6` and back off. " * 40
-    with FakeMessagesAPI([Reply([text(slow)])], tokens_per_s=60) as fake:
-        ans, screen, _ = run(tmp_path, repo, fake, deadline=time.monotonic() + 6.0)
+    with FakeMessagesAPI([Reply([text(slow)])], tokens_per_s=30) as fake:
+        ans, screen, _ = run(tmp_path, repo, fake, deadline=time.monotonic() + 12.0)
     # Then the answer stops where the time ran out, and says so
     assert ans.text.endswith("_The answer was cut off here: the time for this answer ran out._")
     assert len(ans.text) < len(slow) and ans.stopped_early == "cut"
