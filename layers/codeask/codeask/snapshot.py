@@ -126,7 +126,7 @@ class Snapshot:
             raise ToolRefused("path must be a string")
         shown = read_displayed(path)
         if shown is not None and self._exists(shown):
-            return self._normalise(shown)
+            return self._normalise(shown, windows=False)
         if "\\" in path and self._exists(path):
             return self._normalise(path, windows=False)
         return self._normalise(path)
