@@ -64,7 +64,7 @@ def test_rg_records_are_framed_at_the_nul_not_at_newlines() -> None:
 
 def test_search_lists_every_odd_name_escaped_and_none_raw(toolbox: Toolbox) -> None:
     text = toolbox.run("search_code", {"pattern": "needle"}).text
-    for name, shown in ODD.values():
+    for _name, shown in ODD.values():
         assert f"{shown} — 1 match" in text
     assert "a.py:12:x — 1 match" in text and "café.py — 1 match" in text
     assert "\x1b" not in text and "\u202e" not in text and "\r" not in text
@@ -75,7 +75,7 @@ def test_listing_and_reading_use_the_escaped_names(toolbox: Toolbox) -> None:
     listing = toolbox.run("list_files", {}).text
     for _, shown in ODD.values():
         assert f"\n{shown}" in listing
-    for name, shown in ODD.values():
+    for _name, shown in ODD.values():
         result = toolbox.run("read_file", {"path": shown, "end_line": 1})
         assert not result.is_error, result.text
         assert result.text.startswith(f"{shown} lines 1-1 of 2")
