@@ -152,3 +152,8 @@ def test_a_tool_past_its_deadline_is_an_error_result(toolbox: Toolbox) -> None:
     toolbox.timeout_s = 0.2
     toolbox.tools["list_files"].run = lambda args: time.sleep(2) or ""
     assert_error(toolbox.run("list_files", {}), "ran out of time after 0.2 s")
+
+
+@pytest.mark.parametrize("path", ["..%2f..%2fetc", "src/missing", "src/app.py/x"])
+def test_a_search_under_a_path_that_does_not_exist_says_so(toolbox: Toolbox, path: str) -> None:
+    assert_error(toolbox.run("search_code", {"pattern": "line", "path": path}), "list_files")

@@ -163,6 +163,11 @@ def search(
     if path:
         rel_path, _ = snapshot.resolve(path)
         target = rel_path or "."
+        if rel_path and rel_path not in snapshot.file_set and rel_path not in snapshot.dir_set:
+            raise ToolRefused(
+                f"no file or directory '{display_path(rel_path)}' at {snapshot.short_sha}; "
+                "list_files shows what exists"
+            )
     pat = Pattern.smart(pattern)
     model_globs = rg_globs(glob, rel_path)
     for g in model_globs:
