@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # and every piece but the last is matched at its leftmost place inside an atomic group: for a star
 # that can absorb whatever lies between two pieces, the leftmost place of a piece never loses a
 # match, so nothing is ever retried. That keeps one match to O(path × glob), at worst quadratic.
-MAX_ALTERNATIVES = 64  # a glob whose braces and classes expand past this is refused
+MAX_ALTERNATIVES = 32  # a glob whose braces and classes expand past this is refused
 
 _SLASH = ord("/")
 
@@ -288,9 +288,19 @@ def _alternative_regex(atoms: list[_Atom]) -> str:
         return _group_regex(_pieces(groups[0]), free_end=True)
     # Between two `D`s, a group's earliest end is the best one: the next `D` absorbs the rest.
     out = f"(?>{_group_regex(_pieces(groups[0]), free_end=False)})"
-    for group in groups[1:-1]:
-        out += f"(?>.*?{_group_regex(_pieces(group), free_end=False)})"
-    return out + ".*" + _group_regex(_pieces(groups[-1]), free_end=True)
+    for i, group in enumerate(groups[1:], 1):
+        last = i == len(groups) - 1
+        # A `D` that starts where a name starts, then `A`: whole directories, `(?:.*/)?`, which
+        # Python's engine tries faster than a look-behind at every character.
+        whole_dirs = group[:1] == [_A] and (groups[i - 1] or [_SLASH_ATOM])[-1] == _SLASH_ATOM
+        if whole_dirs:
+            group = group[1:]
+        body = _group_regex(_pieces(group), free_end=last)
+        if last:
+            out += ("(?:.*/)?" if whole_dirs else ".*") + body
+        else:
+            out += f"(?>{'(?:.*?/)?' if whole_dirs else '.*?'}{body})"
+    return out
 
 
 @dataclass(frozen=True)
@@ -379,7 +389,11 @@ def select(globs: Sequence[str], paths: Iterable[str]) -> list[str]:
     if all(g.negated for g in parsed):
         return [p for p in paths if not any(g.matches_tree(p) for g in parsed)]
     if all(not g.negated for g in parsed):
-        return [p for p in paths if any(g.matches_file(p) for g in parsed)]
+        tests = [g._file.match for g in parsed if not g.only_dirs]
+        if len(tests) == 1:
+            one = tests[0]
+            return [p for p in paths if one(_bytes(p))]
+        return [p for p in paths if any(t(_bytes(p)) for t in tests)]
     return [p for p in paths if _selected(parsed, p, positive)]
 
 
