@@ -494,22 +494,19 @@ class _Round:
         self.texts = 0  # text blocks begun
         self.tool = False
 
-    def event(self, event: Any) -> None:
-        kind = getattr(event, "type", None)
-        if kind == "content_block_start":
-            block = event.content_block.type
-            if block == "text":
-                if self.texts:
-                    self._text("\n")  # several text blocks read as lines, as _Reply.text joins them
-                self.texts += 1
-            elif block == "tool_use" and not self.committed:
-                self.tool = True
-                preamble = " ".join(self.held.split())
-                if preamble:
-                    self.loop.notify(preamble)
-                self.held = ""
-        elif kind == "text":
-            self._text(event.text)
+    def event(self, kind: str, value: str) -> None:
+        if kind == "text":
+            if self.texts:
+                self._text("\n")  # several text blocks read as lines, as _Reply.text joins them
+            self.texts += 1
+        elif kind == "tool_use" and not self.committed:
+            self.tool = True
+            preamble = " ".join(self.held.split())
+            if preamble:
+                self.loop.notify(preamble)
+            self.held = ""
+        elif kind == "delta":
+            self._text(value)
 
     def _text(self, piece: str) -> None:
         if self.committed:

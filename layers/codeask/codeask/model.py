@@ -7,6 +7,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Protocol, cast
 
 from codeask.errors import CodeaskError, ConfigError
@@ -35,9 +36,7 @@ class ModelResponse(Protocol):
 
 
 class Messages(Protocol):
-    def create(self, **request: Any) -> Any: ...
-
-    def stream(self, **request: Any) -> Any: ...  # a context manager over the reply's events
+    def create(self, **request: Any) -> Any: ...  # with stream=True: an iterable of raw events
 
 
 class ModelClient(Protocol):
@@ -194,27 +193,27 @@ def stream_message(
     request: dict[str, Any],
     *,
     deadline: float,
-    on_event: Callable[[Any], None],
+    on_event: Callable[[str, str], None],
     rewind: Callable[[], bool],
     policy: RetryPolicy | None = None,
     on_retry: Callable[[str], None] | None = None,
 ) -> ModelResponse:
-    """One Messages API call streamed: `on_event` gets each event as it arrives (text deltas
-    among them). A failure is retried like `create_message`'s, but only after `rewind()` says
-    nothing of the reply was shown yet; once something was, the reply ends where it broke off
-    (ModelInterrupted). The stream is also ended at the deadline, so what remains of it can be
-    posted."""
-    partial: list[Any] = [None]
+    """One Messages API call streamed: `on_event(kind, value)` hears of each block as it starts
+    ("text" or "tool_use", with "") and of each piece of text ("delta", the piece). A failure is
+    retried like `create_message`'s, but only after `rewind()` says nothing of the reply was
+    shown yet; once something was, the reply ends where it broke off (ModelInterrupted). The
+    stream is also ended at the deadline, so what remains of it can be posted."""
+    partial: list[_Streamed | None] = [None]
 
     def attempt(timeout: float) -> ModelResponse:
-        partial[0] = None
-        with client.messages.stream(**request, timeout=timeout) as stream:
+        reply = partial[0] = _Streamed()
+        stream = client.messages.create(**request, stream=True, timeout=timeout)
+        with stream:
             for event in stream:
-                partial[0] = stream.current_message_snapshot
                 if time.monotonic() >= deadline:
                     raise _PastDeadline
-                on_event(event)
-            return cast(ModelResponse, stream.get_final_message())
+                reply.take(event, on_event)
+        return reply
 
     def broke_off(why: str) -> None:
         if not rewind():
@@ -223,6 +222,59 @@ def stream_message(
     return _with_retries(
         attempt, deadline=deadline, policy=policy, on_retry=on_retry, broke_off=broke_off
     )
+
+
+class _Streamed:
+    """A reply assembled from its stream's raw events (as ModelResponse reads it). Tool input is
+    parsed with json when its block ends: the SDK's own accumulator (jiter) refuses inputs that
+    json, and the unstreamed path, accept, such as a lone surrogate escape."""
+
+    def __init__(self) -> None:
+        self.content: list[SimpleNamespace] = []
+        self.stop_reason: str | None = None
+        self.usage = SimpleNamespace(
+            input_tokens=0, output_tokens=0, cache_read_input_tokens=0,
+            cache_creation_input_tokens=0,
+        )  # fmt: skip
+        self._json: dict[int, str] = {}
+
+    def take(self, event: Any, on_event: Callable[[str, str], None]) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            self._usage(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "text":
+                self.content.append(SimpleNamespace(type="text", text=""))
+            elif block.type == "tool_use":
+                self.content.append(
+                    SimpleNamespace(type="tool_use", id=block.id, name=block.name, input={})
+                )
+                self._json[event.index] = ""
+            else:
+                self.content.append(SimpleNamespace(type=block.type))
+            on_event(block.type, "")
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                self.content[event.index].text += delta.text
+                on_event("delta", delta.text)
+            elif delta.type == "input_json_delta":
+                self._json[event.index] += delta.partial_json
+        elif kind == "content_block_stop" and event.index in self._json:
+            raw = self._json.pop(event.index)
+            self.content[event.index].input = json.loads(raw) if raw.strip() else {}
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason
+            self._usage(event.usage)
+
+    def _usage(self, usage: Any) -> None:
+        # message_start carries the input counts, message_delta the totals so far: each count
+        # given overwrites, one left out stays.
+        for name in vars(self.usage):
+            value = getattr(usage, name, None)
+            if value is not None:
+                setattr(self.usage, name, value)
 
 
 class _PastDeadline(Exception):
