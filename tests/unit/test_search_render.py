@@ -82,17 +82,27 @@ def test_a_flood_stays_within_the_budget(repo: Path) -> None:
 # -- bodies and context ------------------------------------------------------------------------
 
 
-def test_a_small_definition_is_shown_whole_and_a_long_one_by_its_signature(repo: Path) -> None:
+def test_a_definition_is_shown_to_its_end_and_a_long_one_says_where_it_ends(repo: Path) -> None:
     write(repo, "src/session.py", (FIXTURES / "session.py").read_text())
     text = search(repo, pattern="def get_adapter|def retry")
-    # get_adapter is 5 lines: all of them; retry is 21 lines: also whole (up to 30)
+    # get_adapter is 5 lines: all of them; retry is 21 lines: also whole
     assert 'raise ValueError(f"no adapter for {url!r}")' in text
     assert "return decorate" in text
-    long_fn = "def long_one(a,\n        b):\n" + "".join(f"    step_{i}()\n" for i in range(60))
-    write(repo, "src/long.py", long_fn)
+    # a body of 60 lines under a long signature: all of it, the signature not counted
+    signature = (
+        "def long_one(\n" + "".join(f"    arg_{i}: int,\n" for i in range(12)) + ") -> None:\n"
+    )
+    body = "".join(f"    step_{i}()\n" for i in range(60))
+    write(repo, "src/long.py", signature + body)
     text = search(repo, pattern="def long_one")
-    assert "        b):" in text and "step_0()" in text  # the whole signature, the first lines
-    assert "step_40()" not in text
+    assert "arg_11: int," in text and "step_0()" in text and "step_59()" in text
+    assert "goes on to line" not in text
+    # a longer one: its signature and the head of its body, then where it ends
+    write(repo, "src/long.py", signature + "".join(f"    step_{i}()\n" for i in range(200)))
+    text = search(repo, pattern="def long_one")
+    assert "arg_11: int," in text and "step_0()" in text and "step_29()" in text
+    assert "step_30()" not in text
+    assert re.search(r"^ +⋮  \[… the definition goes on to line 214\]$", text, re.M)
 
 
 def test_context_reads_like_code(repo: Path) -> None:
@@ -269,3 +279,51 @@ def test_parallel_searches_sharing_a_big_file_read_it_alike(repo: Path) -> None:
     alone = [search(repo, pattern=p) for p in patterns]
     assert together == alone
     assert "  in int handler_1(int r)" in together[4]
+
+
+# -- noise: change logs, generated symbol lists, notes ------------------------------------------
+
+
+def test_change_logs_and_abi_lists_rank_below_code_and_take_little_room(repo: Path) -> None:
+    # Given glibc's shape: a ChangeLog that names a function on dozens of lines, a generated
+    # symbol list per architecture, and the one C file that calls it
+    entries = "".join(
+        f"2004-0{1 + i % 9}-1{i % 10}  Ulrich Drepper  <drepper@redhat.com>\n\n"
+        f"\t* libio/genops.c (_IO_flush_all): Use _IO_flush_all_lockp{i}.\n\n"
+        for i in range(30)
+    )
+    write(repo, "ChangeLog.old/ChangeLog.18", entries)
+    for arch in ("aarch64", "x86_64", "riscv"):
+        write(repo, f"sysdeps/unix/sysv/linux/{arch}/libc.abilist",
+              "GLIBC_2.17 _IO_flush_all F\nGLIBC_2.17 _IO_flush_all_linebuffered F\n")  # fmt: skip
+    write(repo, "libio/genops.c", (
+        "int\n_IO_cleanup (void)\n{\n  int result = _IO_flush_all ();\n  _IO_unbuffer_all ();\n"
+        "  return result;\n}\n"
+    ))  # fmt: skip
+    text = search(repo, pattern="_IO_flush_all")
+    # Then the C caller comes first, and the change log shows three entries in full (two with a
+    # line or two around them), the rest as previews or counts
+    assert text.index("libio/genops.c —") < text.index("ChangeLog.old/ChangeLog.18 [docs]")
+    assert text.index("libio/genops.c —") < text.index("libc.abilist [generated]")
+    log = text.split("ChangeLog.old/ChangeLog.18 [docs]", 1)[1].split("\n\n", 1)[0]
+    full, previews = log.split("  more in this file, one line each:")
+    assert len([ln for ln in full.splitlines() if re.match(r"^> +\d+  ", ln)]) == 3
+    assert len(previews.strip().splitlines()) > 10
+    assert len(re.findall(r"^   +\d+  ", full, re.M)) <= 4  # context rows
+
+
+# -- C macros --------------------------------------------------------------------------------------
+
+
+def test_a_macro_is_shown_to_its_end_and_a_top_level_use_shows_what_it_expands_to(
+    repo: Path,
+) -> None:
+    write(repo, "malloc/arena.c", (FIXTURES / "arena.c").read_text())
+    text = search(repo, pattern="define TUNABLE_CALLBACK_FNDECL")
+    assert re.search(r"^D +6  #define TUNABLE_CALLBACK_FNDECL\(__name, __type\) \\$", text, re.M)
+    assert "  do_ ## __name (value);" in text and re.search(r"^ +13  }$", text, re.M)
+    # a use at the top level: the macro it expands comes with it, from the same file
+    text = search(repo, pattern="set_arena_max")
+    assert re.search(r"^> +16  TUNABLE_CALLBACK_FNDECL \(set_arena_max, size_t\)$", text, re.M)
+    assert "TUNABLE_CALLBACK (__name) (tunable_val_t *valp)" in text
+    assert "  do_ ## __name (value);" in text

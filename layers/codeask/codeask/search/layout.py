@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,8 +18,22 @@ BUDGET = 10_000
 ALL_SHOWN = 25  # a result this small is shown whole, context trimmed to fit
 FULL_SHARE = 0.62  # of the budget, for hits shown with their scope; then one-line previews
 PREVIEW_SHARE = 0.88  # then counts per file
-SMALL_BODY = 30  # a definition this many lines long or less is shown whole
+# A definition hit is shown to its end when its body (the signature, however long, not counted)
+# has at most BODY_LINES lines; a longer one shows BODY_HEAD lines of body, then where it ends.
+BODY_LINES = 60
+BODY_HEAD = 30
+BODY_CHARS = 3_200
 MAX_BODIES = 4  # in a result of many hits, half as many
+FEW_HITS = 3  # a result this small shows the whole function each hit is in ...
+FEW_BODY = 80  # ... when it has at most this many lines
+SHORT_FUNCTION = 60  # with room to spare, a lone hit in a function this short shows all of it
+NONCODE = frozenset({"docs", "generated", "vendored"})
+NONCODE_FULL = 3  # hits of a docs, generated or vendored file shown in full; the rest are previews
+NONCODE_CONTEXT = 2  # of those, how many get lines around them
+MACRO_LINES = (
+    25  # a top-level macro use shows the macro's definition from the same file if this short
+)
+PREVIEW_PARSE_FILES = 8  # files parsed only so that their previews can name their scope
 TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
 WIDEN_BELOW = 0.6  # a result using less of the budget shows more of each hit's function
 WIDER = ((4, 8), (8, 16))  # lines before and after a hit, in turn, while room lasts
@@ -49,7 +64,9 @@ class FileSource:
             lines = None
         if lines is None:
             return None
-        language = refine_language(fh.language, lines) if self.parse_s < PARSE_BUDGET_S else None
+        language = (
+            refine_language(fh.language, lines, fh.path) if self.parse_s < PARSE_BUDGET_S else None
+        )
         started = time.monotonic()
         syntax = syntax_for(self.key(fh.path), language, lines)
         self.parse_s += time.monotonic() - started
@@ -74,6 +91,7 @@ class ShownFile:
     rows: set[int] = field(default_factory=set)  # context rows shown
     owner: dict[int, Hit] = field(default_factory=dict)  # the hit a context row was shown for
     full_lines: set[int] = field(default_factory=set)
+    cuts: dict[int, int] = field(default_factory=dict)  # a body's last row shown -> its last row
 
     @property
     def lines(self) -> list[str] | None:
@@ -94,6 +112,16 @@ class ShownFile:
             parts.append(f"@ decorates {info.decorates}")
         return " › ".join(parts)
 
+    def short_label(self, hit: Hit) -> str:
+        """A preview's scope in a few words: `def send()`, or a key path's last two keys."""
+        info = self.infos.get(hit.line)
+        if info is None or not info.scope:
+            return ""
+        inner = info.scope[-1]
+        if "(" in inner:
+            return clip(inner.split("(", 1)[0].strip(), 60) + "()"
+        return clip(" › ".join(info.scope[-2:]), 60)
+
 
 class Layout:
     """Plans which hits are shown in full, previewed or counted, measuring with the writer."""
@@ -110,6 +138,7 @@ class Layout:
         self.files = [ShownFile(f) for f in (main or outcome.files)]
         self.write: Callable[[], str] = lambda: ""
         self._text = ""
+        self.few = False
 
     def fill(self, write: Callable[[], str]) -> str:
         """Plan the result with `write` (which writes the current plan) and return the text."""
@@ -164,64 +193,120 @@ class Layout:
     def plan(self) -> None:
         """In rank order: each hit is shown in full (its text and scope) while a share of the
         budget lasts, then as a one-line preview, then only counted. The best hits' bodies and
-        context are paid for as they are placed; the others get context from what is left."""
+        context are paid for as they are placed; the others get context from what is left. A
+        docs, generated or vendored file shows only its first few hits in full."""
         order = self._order()
         show_all = len(order) <= ALL_SHOWN
+        self.few = len(order) <= FEW_HITS
         bodies = MAX_BODIES if show_all else MAX_BODIES // 2
         used = 0
         labels: dict[str, set[str]] = {}
         added: list[tuple[ShownFile, set[int]]] = []
         placed = 0
+        preview_parsed = 0
+        share = self.budget * FULL_SHARE
         for f, h in order:
             if not f.full and not f.preview:
                 used += len(f.fh.path) + 40
-            if f.syntax is None and not f.fh.parsed and used < self.budget * FULL_SHARE:
+            if f.syntax is None and not f.fh.parsed and used < share:
                 self._analyse(f)
             label = f.label(h)
             cost = len(clip(f.text(h.line, h.text), HIT_CHARS)) + 10
             seen = labels.setdefault(f.fh.path, set())
             if label and label not in seen:
                 cost += len(label) + 6
-            if show_all or used + cost <= self.budget * FULL_SHARE:
+            noncode = f.fh.kind in NONCODE
+            capped = noncode and len(f.full) >= NONCODE_FULL
+            if show_all or (used + cost <= share and not capped):
                 f.full.append(h)
                 f.full_lines.add(h.line)
                 seen.add(label)
                 used += cost
-                if placed < TOP_CONTEXT:
+                if placed < TOP_CONTEXT and not (noncode and len(f.full) > NONCODE_CONTEXT):
                     rows, is_body = self._context(f, h, bodies > 0)
-                    extra = sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
-                    if rows and (show_all or used + extra <= self.budget * FULL_SHARE):
+                    if not show_all:
+                        rows = self._within(f, rows, share - used)
+                    if rows:
                         bodies -= is_body
-                        used += extra
+                        used += self._rows_cost(f, rows)
+                        self._note_cut(f, h, rows)
                         self._add_rows(f, h, rows, added)
                 placed += 1
                 continue
             cost = min(len(h.text.strip()), PREVIEW_CHARS) + 12
             if used + cost <= self.budget * PREVIEW_SHARE:
+                if f.syntax is None and not f.fh.parsed and preview_parsed < PREVIEW_PARSE_FILES:
+                    preview_parsed += 1
+                    self._analyse(f)  # so that the preview can name its scope
                 f.preview.append(h)
-                used += cost
+                used += cost + len(f.short_label(h)) + 6
         for f, h in order[TOP_CONTEXT:]:
             if not show_all and h.kind in ("comment", "string"):
                 continue  # prose reads on its own; its neighbours rarely matter to the answer
-            if h.line in f.full_lines and f.syntax is not None:
+            if h not in f.full or (f.fh.kind in NONCODE and f.full.index(h) >= NONCODE_CONTEXT):
+                continue
+            if f.syntax is not None:
                 rows, is_body = self._context(f, h, bodies > 0)
                 bodies -= is_body
+                self._note_cut(f, h, rows)
                 self._add_rows(f, h, rows, added)
         self._fit(order, added)
 
+    @staticmethod
+    def _rows_cost(f: ShownFile, rows: set[int]) -> int:
+        return sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
+
+    def _within(self, f: ShownFile, rows: set[int], room: float) -> set[int]:
+        """The first of these rows that fit in `room` characters (a body's head and signature)."""
+        kept: set[int] = set()
+        for r in sorted(rows):
+            room -= min(len(f.text(r)), CONTEXT_CHARS) + 10
+            if room < 0:
+                break
+            kept.add(r)
+        return kept
+
+    def _note_cut(self, f: ShownFile, h: Hit, rows: set[int]) -> None:
+        """A definition shown only in part says where it ends, so one read can fetch the rest."""
+        info = f.infos.get(h.line)
+        if h.kind != "definition" or info is None or info.whole is None or not rows:
+            return
+        last_shown = max(rows | {h.line})
+        if last_shown < info.whole[1]:
+            f.cuts[last_shown] = info.whole[1]
+
     def _context(self, f: ShownFile, h: Hit, body_allowed: bool) -> tuple[set[int], bool]:
-        """Rows to show with a hit: a small definition whole, a big one's signature, or the
-        lines around it; and whether that was a whole body."""
+        """Rows to show with a hit, and whether they are a whole body: a definition to its end
+        (its signature not counted against the cap), the whole function of a hit in a small
+        result, or the lines around it."""
         if f.syntax is None:
             return set(), False
         info = f.infos.get(h.line) or HitInfo()
         if info.whole and h.kind == "definition" and info.whole[1] > info.whole[0]:
             first, last = info.whole
-            if last - first + 1 <= SMALL_BODY and body_allowed:
-                return set(range(first, last + 1)), True
-            end = max(info.header_end or h.line, h.line)
-            return set(range(first, min(end + 2, last) + 1)), False
-        return self._around(f, h), False
+            signature_end = min(max(info.header_end or h.line, h.line), last)
+            if not body_allowed:
+                return set(range(first, min(signature_end + 2, last) + 1)), False
+            end = last if last - signature_end <= BODY_LINES else signature_end + BODY_HEAD
+            rows, size = set(), 0
+            for r in range(first, end + 1):
+                if r > signature_end:
+                    size += min(len(f.text(r)), CONTEXT_CHARS) + 10
+                    if size > BODY_CHARS:
+                        break
+                rows.add(r)
+            return rows, True
+        if self.few and body_allowed and info.extent is not None:
+            lo, hi = info.extent
+            if hi - lo < FEW_BODY:
+                return set(range(lo, hi + 1)), True
+        rows = self._around(f, h)
+        macro = _MACRO_USE.match(f.text(h.line)) if info.extent is None else None
+        if macro is not None:
+            span = f.syntax.macro_definition(macro.group(1))
+            if span is not None and span[1] - span[0] < MACRO_LINES:
+                rows |= set(range(span[0], span[1] + 1))
+        return rows, False
 
     @staticmethod
     def _add_rows(
@@ -245,7 +330,7 @@ class Layout:
         room = self.budget - len(self.write())
         keep = 0
         for f, rows in added:
-            room -= sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in rows)
+            room -= self._rows_cost(f, rows)
             if room < 0:
                 break
             keep += 1
@@ -278,25 +363,15 @@ class Layout:
 
     def _widen(self, order: list[tuple[ShownFile, Hit]], text: str) -> str:
         """Room to spare: more of each code hit's function, best hits first, so that the loop,
-        the call or the formula a few lines away comes without a read."""
-        for before, after in WIDER:
+        the call or the formula a few lines away comes without a read; at last, the whole of a
+        short function that only one hit is in."""
+        for stage in (*WIDER, None):
             grown: list[tuple[ShownFile, set[int]]] = []
             room = self.budget * 0.95 - len(text)
             for f, h in order:
-                if h.line not in f.full_lines or h.kind in ("comment", "string") or not f.lines:
-                    continue
-                info = f.infos.get(h.line)
-                if info is None:
-                    continue
-                if h.kind == "definition" and info.whole:
-                    lo, hi = h.line, info.whole[1]  # further into its own body
-                elif info.extent:
-                    lo, hi = info.extent  # more of the function it is in
-                else:
-                    continue  # a prototype or a top-level line: its neighbours are unrelated
-                rows = set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+                rows = self._wider(f, h, stage)
                 new = {r for r in rows if r not in f.rows and r not in f.full_lines}
-                cost = sum(min(len(f.text(r)), CONTEXT_CHARS) + 10 for r in new)
+                cost = self._rows_cost(f, new)
                 if not new or cost > room:
                     continue
                 room -= cost
@@ -305,7 +380,7 @@ class Layout:
                     f.owner.setdefault(r, h)
                 grown.append((f, new))
             if not grown:
-                break
+                continue
             wider = self.write()
             if len(wider) > self.budget:
                 for f, rows in grown:
@@ -313,6 +388,29 @@ class Layout:
                 break
             text = wider
         return text
+
+    def _wider(self, f: ShownFile, h: Hit, stage: tuple[int, int] | None) -> set[int]:
+        if h.line not in f.full_lines or h.kind in ("comment", "string") or not f.lines:
+            return set()
+        if f.fh.kind in NONCODE:
+            return set()
+        info = f.infos.get(h.line)
+        if info is None:
+            return set()
+        if stage is None:
+            if info.extent is None or h.kind == "definition":
+                return set()
+            lo, hi = info.extent
+            alone = sum(1 for r in f.full_lines if lo <= r <= hi) == 1
+            return set(range(lo, hi + 1)) if alone and hi - lo < SHORT_FUNCTION else set()
+        before, after = stage
+        if h.kind == "definition" and info.whole:
+            lo, hi = h.line, info.whole[1]  # further into its own body
+        elif info.extent:
+            lo, hi = info.extent  # more of the function it is in
+        else:
+            return set()  # a prototype or a top-level line: its neighbours are unrelated
+        return set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
 
     def _apply(self, added: list[tuple[ShownFile, set[int]]]) -> None:
         for f in self.files:
@@ -358,6 +456,7 @@ class Layout:
         return {r for r in want if f.text(r).strip() not in _EMPTY_LINES}
 
 
+_MACRO_USE = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*\(")  # a top-level line a C macro expands
 _EMPTY_LINES = frozenset({"", "{", "}", "};", ")", "end", "#", "##", "//", "/*", "*/", "*"})
 
 

@@ -24,6 +24,7 @@ LICENCE_WEIGHT = 0.05
 _LICENCE_RE = re.compile(
     r"licen[cs]e|copyright|\(c\)\s*\d|redistribut|warrant|permission is hereby|spdx", re.IGNORECASE
 )
+_TEMPLATE_DEFINE = re.compile(r"^\s*\{\{-?\s*(define|block)\s")
 _IMPORT_PREFIXES = ("import ", "from ", "#include", "use ", "require(", "using ", "require ")
 
 
@@ -35,6 +36,8 @@ def guess_kind(text: str, language: str | None) -> str:
     """A hit's kind from its line alone, before (or without) a parse."""
     if language is not None and heuristics.looks_like_comment(text, language):
         return "comment"
+    if language == "gotmpl":
+        return "definition" if _TEMPLATE_DEFINE.match(text) else "reference"
     if text.lstrip().startswith(_IMPORT_PREFIXES):
         return "import"
     if heuristics.is_definition(text):

@@ -71,11 +71,16 @@ class Writer:
                     out.append(f"{MARKS[h.kind]} {r:>{width}}  {text}")
                 else:
                     out.append(f"  {r:>{width}}  {clip(f.text(r), CONTEXT_CHARS)}")
+            end = f.cuts.get(group[-1])
+            if end is not None:
+                out.append(f"  {'⋮':>{width}}  [… the definition goes on to line {end}]")
         if f.preview:
             out.append("  more in this file, one line each:")
             for h in sorted(f.preview, key=lambda h: h.line):
-                text = " ".join(f.text(h.line, h.text).split())
-                out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {clip(text, PREVIEW_CHARS)}")
+                text = clip(" ".join(f.text(h.line, h.text).split()), PREVIEW_CHARS)
+                scope = f.short_label(h)
+                text += f"  — in {scope}" if scope else ""
+                out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {text}")
         counted = n - len(f.full) - len(f.preview)
         if counted:
             out.append(f"  … and {counted} more in this file (not shown)")

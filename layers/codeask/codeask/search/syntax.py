@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeask.search import heuristics, languages
+from codeask.search.gotemplate import TemplateSyntax
 from codeask.search.languages import CALLEE_FIELDS, CALLS, CONTAINERS, FUNCTIONS, NAMES, STRINGS
 
 # What a hit is, best first: the order ranks hits within a file.
@@ -93,6 +94,11 @@ class FileSyntax:
         )
         if self.grammar is not None:
             self.rules = languages.RULES[self.grammar]
+        self.template = (
+            TemplateSyntax(lines, yaml=language == "gotmpl-yaml")
+            if language in ("gotmpl", "gotmpl-yaml") and size <= MAX_PARSE_BYTES
+            else None
+        )
         # A big file in a language whose top-level definitions start at column 0 is parsed only
         # around its hits: the other lines are blanked, so rows stay true and parsing is quick.
         self.sliced = slicing and self.grammar in SLICEABLE and size > SLICE_BYTES
@@ -105,7 +111,8 @@ class FileSyntax:
 
     @property
     def parsed(self) -> bool:
-        return self.grammar is not None
+        """The hit kinds come from a parser (a grammar, or the template scanner), not a guess."""
+        return self.grammar is not None or self.template is not None
 
     def prepare(self, line_nos: list[int]) -> None:
         """Make sure the structure around these lines is parsed (one parse for many hits)."""
@@ -154,6 +161,10 @@ class FileSyntax:
         """Kind, scope chain, and what the line defines, for a hit at `line_no` matching at `spans`."""
         if not 1 <= line_no <= len(self.lines):
             return HitInfo()
+        if self.template is not None:
+            t = self.template.info(line_no, spans)
+            header_end = t.whole[0] if t.whole else None
+            return HitInfo(t.kind, t.scope, whole=t.whole, header_end=header_end, extent=t.extent)
         if self.grammar is None:
             return self._heuristic_info(line_no)
         with self._lock:
@@ -174,6 +185,8 @@ class FileSyntax:
 
     def context(self, line_no: int, spans: list[tuple[int, int]]) -> Context:
         """The statement around a hit, the blocks it sits in, and where its names were assigned."""
+        if self.template is not None and 1 <= line_no <= len(self.lines):
+            return Context(headers=self.template.headers(line_no)[:3])
         if self.grammar is None or self.config or not 1 <= line_no <= len(self.lines):
             return Context()
         with self._lock:
@@ -206,6 +219,26 @@ class FileSyntax:
         if function is not None:
             out.assignments = self._assignments(stmt, row, function)
         return out
+
+    def macro_definition(self, name: str) -> tuple[int, int] | None:
+        """The rows of this file's `#define name(…)`: a top-level `name (x, y)` line (glibc's
+        `TUNABLE_CALLBACK_FNDECL (set_arena_max, size_t)`) means what that macro expands to."""
+        if self.grammar not in ("c", "cpp"):
+            return None
+        with self._lock:
+            for i, line in enumerate(self.lines):
+                s = line.lstrip()
+                if not (s.startswith("#") and name in s and "define" in s):
+                    continue
+                self.prepare([i + 1])
+                col = len(line.encode("utf-8", "replace")) - len(s.encode("utf-8", "replace"))
+                node = self.tree.root_node.named_descendant_for_point_range((i, col), (i, col))
+                while node is not None and node.type != "preproc_function_def":
+                    node = node.parent
+                name_node = node.child_by_field_name("name") if node is not None else None
+                if name_node is not None and self._text(name_node) == name:
+                    return node.start_point.row + 1, _end_row(node) + 1
+        return None
 
     # -- internals -------------------------------------------------------------------------------
 
