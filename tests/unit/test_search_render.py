@@ -150,12 +150,36 @@ def test_whole_words_first_and_matches_inside_longer_words_summarised(repo: Path
     write(repo, "app/cache.py", licence + "def connect():\n    return redis_client(host)\n")
     write(repo, "app/settings.py", "REDIS_URL = 'x'\nbackend = 'redis'\n")
     text = search(repo, pattern="redis")
-    # the files with the word come first; the licence-only files are one line in the header
+    # the files with the word come first; the licence-only files are one line in the header,
+    # which names the longer word and the files
     assert "app/cache.py — 2 matches" in text and "app/settings.py — 2 matches" in text
-    assert "lib/m0.py" not in text
+    assert "lib/m0.py —" not in text
     assert (
         "Not shown: 6 matches in 6 files where `redis` is only part of a longer word "
-        "(redistribution); `\\bredis\\b` searches whole words only." in text
+        "(redistribution 6): lib/m0.py (1), lib/m1.py (1), lib/m2.py (1), lib/m3.py (1) and 2 "
+        "more files; `\\bredis\\b` searches whole words only." in text
+    )
+
+
+def test_a_name_inside_longer_names_is_set_aside_in_an_alternation_too(repo: Path) -> None:
+    # Given glibc's shape: `_IO_cleanup` called in two places, and a family of longer names
+    # (`_IO_cleanup_region_start`) on many lines of the same files
+    regions = "".join(
+        f"void f{i} (FILE *fp)\n{{\n  _IO_cleanup_region_start ((void *) fn, fp);\n"
+        f"  _IO_cleanup_region_end (0);\n}}\n\n"
+        for i in range(6)
+    )
+    write(repo, "libio/iofclose.c", regions)
+    write(repo, "libio/genops.c", regions + "void\n_IO_cleanup (void)\n{\n  _IO_flush_all ();\n}\n")
+    write(repo, "libio/libioP.h", "extern void _IO_cleanup (void);\n")
+    text = search(repo, pattern=r"_IO_cleanup|_IO_flush_all\b")
+    # Then only the name itself is shown; the longer names are counted, named, and their files too
+    assert not [ln for ln in hit_rows(text) if "_region_" in ln]
+    assert re.search(r"^D +\d+  _IO_cleanup \(void\)$", text, re.M)
+    assert (
+        "Not shown: 24 matches in 2 files where `_IO_cleanup` is only part of a longer word "
+        "(_IO_cleanup_region_start 12, _IO_cleanup_region_end 12): libio/genops.c (12), "
+        "libio/iofclose.c (12); `\\b_IO_cleanup\\b` searches whole words only." in text
     )
 
 
@@ -198,6 +222,15 @@ def test_capitals_also_find_other_spellings_ranked_after_the_exact_ones(repo: Pa
         "(`clusterNode`), ranked after them." in text
     )
     assert text.index("freeClusterNode(n);") < text.index("clusterNode *n")
+    assert (
+        "src/b_cluster.c — 1 match\n" in text
+        and "src/a_cluster.c — 1 match in another case" in text
+    )
+    write(
+        repo, "src/b_cluster.c", "freeClusterNode(n);\nint CLUSTERNODE = 1;\nx = ClusterNode(1);\n"
+    )
+    text = search(repo, pattern="ClusterNode")
+    assert "src/b_cluster.c — 2 matches + 1 in another case" in text
     text = search(repo, pattern="maxTasksPerChild")
     assert "maxtasksperchild = 10" in text and "Case: 0 matches have" in text
     # the model's own case flag stands

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from codeask.search.filekinds import refine_language, says_generated
+from codeask.search.patterns import is_identifier
 from codeask.search.query import FileHits, Hit, SearchOutcome
 from codeask.search.syntax import Context, FileSyntax, HitInfo, syntax_for
 
@@ -130,15 +131,32 @@ class Layout:
         self.o = outcome
         self.source = source
         self.budget = budget
-        words = outcome.plain_words
-        main = [f for f in outcome.files if not (words and f.only_inside_words)]
-        # Matches only inside longer words are noise beside whole-word ones ('redistribute').
-        kept = {id(f) for f in main}
-        self.inside = [] if not main else [f for f in outcome.files if id(f) not in kept]
-        self.files = [ShownFile(f) for f in (main or outcome.files)]
+        # Matches only inside longer words are noise beside whole-word ones: a file where a word
+        # is only part of longer ones ('redistribute' for `redis`) is set aside and summarised,
+        # and so is every match of a name inside a longer name (`_IO_cleanup_region_start` for
+        # `_IO_cleanup`), which is another name.
+        self.inside: list[tuple[FileHits, list[Hit]]] = []
+        files = outcome.files
+        if outcome.plain_words and any(not h.in_longer_word for f in files for h in f.hits):
+            for f in files:
+                only = all(h.in_longer_word for h in f.hits)
+                longer = [h for h in f.hits if h.in_longer_word and (only or self._names(h))]
+                if longer:
+                    self.inside.append((f, longer))
+                    f.hits = [h for h in f.hits if h not in longer]
+                    f.rescore()
+            files = sorted((f for f in files if f.hits), key=lambda f: (-f.score, f.path))
+        self.files = [ShownFile(f) for f in files]
         self.write: Callable[[], str] = lambda: ""
         self._text = ""
         self.few = False
+
+    def _names(self, h: Hit) -> bool:
+        """The hit's word is a name of its own (`_IO_cleanup`), not an English word."""
+        o = self.o
+        alts = o.alternatives or o.plain_words[:1]
+        word = alts[h.alternative or 0] if alts else ""
+        return is_identifier(word)
 
     def fill(self, write: Callable[[], str]) -> str:
         """Plan the result with `write` (which writes the current plan) and return the text."""

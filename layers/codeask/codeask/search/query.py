@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.search.filekinds import file_kind, language_of
-from codeask.search.patterns import Pattern, word_fit
+from codeask.search.patterns import Pattern, is_identifier, word_fit
 from codeask.search.ranking import file_score, guess_kind, hit_score
 from codeask.search.ripgrep import RawMatch, RgRun, run_rg
 from codeask.snapshot import Snapshot
@@ -22,6 +22,12 @@ class Hit:
     kind: str  # definition, call, reference, import, string, comment (a guess until parsed)
     spans: list[tuple[int, int]] = field(default_factory=list)
     fit: str = "whole"  # whole word, part of an identifier, or inside a longer word
+
+    @property
+    def in_longer_word(self) -> bool:
+        """The plain word matched only inside a longer one ('redis' in 'redistribute')."""
+        return self.fit in ("edge", "inside")
+
     alternative: int | None = None  # which top-level alternative of the pattern matched
     exact_case: bool = True
 
@@ -38,11 +44,6 @@ class FileHits:
     hits: list[Hit] = field(default_factory=list)  # best first
     score: float = 0.0
     parsed: bool = False  # hit kinds come from the parser, not from a guess
-
-    @property
-    def only_inside_words(self) -> bool:
-        """Every hit sits inside a longer word ('redis' in 'redistribute')."""
-        return all(h.fit in ("edge", "inside") for h in self.hits)
 
     def rescore(self) -> None:
         for h in self.hits:
@@ -204,10 +205,14 @@ def _rank(
         if fh is None:
             continue
         spans = (pat if exact else insensitive).spans(m.text)
-        fit = _best_fit(m.text, spans) if pat.plain_words else "whole"
+        alternative = pat.alternative_of(m.text)
+        word = pat.plain_word_of(alternative)
+        fit = _best_fit(m.text, spans, word) if word else "whole"
+        kind = guess_kind(m.text, fh.language)
+        if kind == "definition" and fh.kind == "docs":
+            kind = "reference"  # `PGPASSWORD=…` in a README is an example, not a definition
         fh.hits.append(
-            Hit(m.line, m.text, 0.0, guess_kind(m.text, fh.language), spans, fit,
-                pat.alternative_of(m.text), exact)
+            Hit(m.line, m.text, 0.0, kind, spans, fit, alternative, exact)
         )  # fmt: skip
     kept = [fh for fh in by_file.values() if fh is not None]
     for fh in kept:
@@ -215,8 +220,10 @@ def _rank(
     return sorted(kept, key=lambda f: (-f.score, f.path))
 
 
-def _best_fit(text: str, spans: list[tuple[int, int]]) -> str:
-    fits = {word_fit(text, a, b) for a, b in spans}
+def _best_fit(text: str, spans: list[tuple[int, int]], word: str) -> str:
+    identifier = is_identifier(word)
+    mine = [(a, b) for a, b in spans if text[a:b].lower() == word.lower()] or spans
+    fits = {word_fit(text, a, b, identifier=identifier) for a, b in mine}
     for fit in ("whole", "part", "edge", "inside"):
         if fit in fits:
             return fit

@@ -13,6 +13,7 @@ from codeask.search.layout import (
     blank_between,
     clip,
 )
+from codeask.search.patterns import is_identifier
 from codeask.search.query import SearchOutcome
 
 MARKS = {
@@ -41,7 +42,13 @@ class Writer:
     def _file_block(self, f: ShownFile) -> str:
         n = len(f.fh.hits)
         kind = "" if f.fh.kind == "source" else f" [{f.fh.kind}]"
-        head = f"{f.fh.path}{kind} — {n} match{'es' if n != 1 else ''}"
+        # a file's count is of the pattern's own case; other spellings are counted apart
+        other_case = sum(1 for h in f.fh.hits if not h.exact_case)
+        exact = n - other_case
+        count = exact or other_case
+        head = f"{f.fh.path}{kind} — {count} match{'es' if count != 1 else ''}"
+        if other_case:
+            head += f" + {other_case} in another case" if exact else " in another case"
         if len(f.full) < n:
             head += f", {len(f.full)} shown" if f.full else ""
             head += f", {len(f.preview)} as previews" if f.preview else ""
@@ -92,7 +99,7 @@ class Writer:
         full = sum(len(f.full) for f in self.layout.files)
         previews = sum(len(f.preview) for f in self.layout.files)
         total = o.total_matches
-        inside = sum(len(f.hits) for f in self.layout.inside)
+        inside = sum(len(hits) for _, hits in self.layout.inside)
         plus = "+" if o.stopped_early else ""
         head = (
             f"{total}{plus} {'match' if total == 1 else 'matches'} in {o.total_files}{plus} "
@@ -132,14 +139,7 @@ class Writer:
                 note += "; ignoring case finds no others."
             lines.append(note)
         if inside:
-            words = " or ".join(f"`{w}`" for w in o.plain_words)
-            examples = self._inside_examples()
-            hint = "|".join(o.plain_words)
-            hint = f"\\b{hint}\\b" if len(o.plain_words) == 1 else f"\\b({hint})\\b"
-            lines.append(
-                f"Not shown: {inside} matches in {len(self.layout.inside)} files where {words} is only "
-                f"part of a longer word ({examples}); `{hint}` searches whole words only."
-            )
+            lines.append(self._inside_note(inside))
         if shown_files:
             lines.append(f"Marks: {LEGEND}.")
         return "\n".join(lines)
@@ -155,20 +155,39 @@ class Writer:
                         return ", ".join(seen)
         return ", ".join(seen) or "…"
 
-    def _inside_examples(self) -> str:
-        seen: dict[str, None] = {}
-        for f in self.layout.inside:
-            for h in f.hits[:3]:
+    def _inside_note(self, inside: int) -> str:
+        """Where the word was only part of longer ones: the longer words, the files, a hint."""
+        o = self.o
+        words: dict[str, None] = {}
+        longer: dict[str, int] = {}
+        for _, hits in self.layout.inside:
+            for h in hits:
+                alts = o.alternatives or o.plain_words[:1]
+                words.setdefault(alts[h.alternative or 0] if alts else "", None)
                 for a, b in h.spans[:1]:
                     lo, hi = a, b
-                    while lo > 0 and h.text[lo - 1].isalnum():
+                    while lo > 0 and (h.text[lo - 1].isalnum() or h.text[lo - 1] == "_"):
                         lo -= 1
-                    while hi < len(h.text) and h.text[hi].isalnum():
+                    while hi < len(h.text) and (h.text[hi].isalnum() or h.text[hi] == "_"):
                         hi += 1
-                    seen[h.text[lo:hi].lower()] = None
-                if len(seen) >= 3:
-                    return ", ".join(seen)
-        return ", ".join(seen) or "…"
+                    name = h.text[lo:hi]
+                    name = name if is_identifier(name) else name.lower()
+                    longer[name] = longer.get(name, 0) + 1
+        plain = [w for w in words if w in o.plain_words] or o.plain_words
+        said = " or ".join(f"`{w}`" for w in plain)
+        examples = ", ".join(
+            f"{w} {n}" if n > 1 else w for w, n in sorted(longer.items(), key=lambda x: -x[1])[:3]
+        )
+        files = sorted(self.layout.inside, key=lambda fh: -len(fh[1]))
+        where = ", ".join(f"{f.path} ({len(hits)})" for f, hits in files[:4])
+        if len(files) > 4:
+            where += f" and {len(files) - 4} more files"
+        hint = "|".join(plain)
+        hint = f"\\b{hint}\\b" if len(plain) == 1 else f"\\b({hint})\\b"
+        return (
+            f"Not shown: {inside} matches in {len(files)} files where {said} is only part of a "
+            f"longer word ({examples}): {where}; `{hint}` searches whole words only."
+        )
 
     def _tail(self) -> list[str]:
         rest = [f for f in self.layout.files if not f.full and not f.preview]
