@@ -36,7 +36,7 @@ def search(root: Path, **args: str) -> str:
 
 def hit_rows(text: str) -> list[str]:
     """The lines that are hits (a mark, a line number, the text), previews included."""
-    return [ln for ln in text.splitlines() if re.match(r"^[D>IS#] +\d+  ", ln)]
+    return [ln for ln in text.splitlines() if re.match(r"^[D=>IS#] +\d+  ", ln)]
 
 
 # -- budget ------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def test_context_reads_like_code(repo: Path) -> None:
     block = text.split("src/session.py", 1)[1]
     # the scope, the loop it is in and the value it uses, in line order, indentation kept
     assert "  in def retry › def decorate › def wrapper(*args, **kwargs)" in block
-    rows = [ln for ln in block.splitlines() if re.match(r"^[ D>IS#] +\d+  ", ln)]
+    rows = [ln for ln in block.splitlines() if re.match(r"^[ D=>IS#] +\d+  ", ln)]
     numbers = [int(re.findall(r"\d+", ln)[0]) for ln in rows]
     assert numbers == sorted(numbers) and len(numbers) == len(set(numbers))
     assert any(ln.endswith("            delay = DEFAULT_BACKOFF") for ln in rows)
@@ -360,3 +360,20 @@ def test_a_macro_is_shown_to_its_end_and_a_top_level_use_shows_what_it_expands_t
     assert re.search(r"^> +16  TUNABLE_CALLBACK_FNDECL \(set_arena_max, size_t\)$", text, re.M)
     assert "TUNABLE_CALLBACK (__name) (tunable_val_t *valp)" in text
     assert "  do_ ## __name (value);" in text
+
+
+def test_the_place_that_sets_a_value_ranks_above_the_places_that_read_it(repo: Path) -> None:
+    # Given 30 files that test a flag and one that sets it
+    for i in range(30):
+        write(repo, f"libio/read{i:02}.c", (
+            f"int\nis_line_buffered_{i} (FILE *fp)\n{{\n  return (fp->_flags & _IO_LINE_BUF) != 0;\n}}\n"
+        ))  # fmt: skip
+    write(repo, "libio/zz_setbuf.c", (
+        "void\nmake_line_buffered (FILE *fp)\n{\n  fp->_flags |= _IO_LINE_BUF;\n}\n"
+    ))  # fmt: skip
+    text = search(repo, pattern="_IO_LINE_BUF")
+    # Then the setter comes first, marked as setting a value
+    first = text.split("\n\n")[1]
+    assert first.startswith("libio/zz_setbuf.c — 1 match")
+    assert re.search(r"^= +4    fp->_flags \|= _IO_LINE_BUF;$", first, re.M)
+    assert "= sets a value" in text

@@ -184,8 +184,10 @@ class Layout:
                 spans = []  # rg's line was cut to a preview: spans do not apply
             info = f.syntax.info(h.line, spans)
             f.infos[h.line] = info
-            if f.syntax.parsed or info.kind in ("comment", "definition"):
+            if f.syntax.parsed or info.kind == "comment":
                 h.kind = info.kind
+            elif info.kind == "definition" and f.fh.kind != "docs":
+                h.kind = info.kind  # a heuristic: `X=1` in prose is an example
         f.fh.rescore()
 
     def _order(self) -> list[tuple[ShownFile, Hit]]:

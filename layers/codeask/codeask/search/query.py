@@ -208,7 +208,7 @@ def _rank(
         alternative = pat.alternative_of(m.text)
         word = pat.plain_word_of(alternative)
         fit = _best_fit(m.text, spans, word) if word else "whole"
-        kind = guess_kind(m.text, fh.language)
+        kind = guess_kind(m.text, fh.language, spans)
         if kind == "definition" and fh.kind == "docs":
             kind = "reference"  # `PGPASSWORD=…` in a README is an example, not a definition
         fh.hits.append(

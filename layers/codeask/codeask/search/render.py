@@ -18,13 +18,14 @@ from codeask.search.query import SearchOutcome
 
 MARKS = {
     "definition": "D",
+    "assignment": "=",
     "call": ">",
     "reference": ">",
     "import": "I",
     "string": "S",
     "comment": "#",
 }
-LEGEND = "D definition · > code · I import · S string · # comment"
+LEGEND = "D definition · = sets a value · > code · I import · S string · # comment"
 
 
 class Writer:

@@ -10,10 +10,18 @@ from typing import Any
 
 from codeask.search import heuristics, languages
 from codeask.search.gotemplate import TemplateSyntax
-from codeask.search.languages import CALLEE_FIELDS, CALLS, CONTAINERS, FUNCTIONS, NAMES, STRINGS
+from codeask.search.languages import (
+    ASSIGNMENTS,
+    CALLEE_FIELDS,
+    CALLS,
+    CONTAINERS,
+    FUNCTIONS,
+    NAMES,
+    STRINGS,
+)
 
 # What a hit is, best first: the order ranks hits within a file.
-KINDS = ("definition", "call", "reference", "import", "string", "comment")
+KINDS = ("definition", "assignment", "call", "reference", "import", "string", "comment")
 MAX_PARSE_BYTES = 1_500_000  # a bigger file (a bundle, a dump) is read with heuristics
 SLICE_BYTES = 96_000  # a bigger file is parsed only around its hits (where that is safe)
 SLICEABLE = frozenset({"c", "cpp", "go", "rust", "javascript", "typescript", "tsx"})
@@ -32,6 +40,10 @@ _NAMED_BY_PARENT = frozenset(
 _KEY_NODES = frozenset(
     {"block_mapping_pair", "flow_pair", "pair", "table", "table_array_element", "block",
      "attribute", "object_elem"}
+)  # fmt: skip
+_OPERATIONS = frozenset(
+    {"binary_expression", "binary_operator", "comparison_operator", "boolean_operator",
+     "not_operator", "unary_expression", "conditional_expression", "ternary_expression"}
 )  # fmt: skip
 _NEEDS_BODY = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
@@ -268,6 +280,7 @@ class FileSyntax:
             if n.type in CALLS and not walk.flags & {"call", "string", "comment"}:
                 if _callee_contains(n, row, c0):
                     walk.flags.add("call")
+            self._note_assignment(walk, n)
             self._note_scope(walk, n)
             below, n = n, n.parent
         return self._conclude(walk)
@@ -286,6 +299,28 @@ class FileSyntax:
             or (t == "variable_declarator" and _is_require(n.child_by_field_name("value")))
         ):
             walk.flags.add("import")  # also `const express = require("express")`
+
+    @staticmethod
+    def _note_assignment(walk: _Walk, n: Any) -> None:
+        """The match is in a statement that sets a value (`fp->_flags |= _IO_LINE_BUF`,
+        `self.timeout = timeout`), not passed to a call or tested: a writer ranks above readers."""
+        t = n.type
+        if "statement_done" in walk.flags:
+            return
+        if t in CALLS:
+            walk.flags.add("statement_done")  # an argument: `f(FLAG)`, `x = f(FLAG)`
+        elif t in _OPERATIONS:
+            op = n.child_by_field_name("operator")
+            if op is None or op.type not in ("|", "+"):
+                walk.flags.add("operand")  # `x = fp->_flags & FLAG` reads FLAG
+        elif t in ASSIGNMENTS:
+            op = n.child_by_field_name("operator")
+            compound = "augmented" in t or "compound" in t or (op is not None and op.type != "=")
+            if compound or "operand" not in walk.flags:
+                walk.flags.add("assignment")  # `flags |= FLAG`, `flags &= ~FLAG`, `x = FLAG`
+            walk.flags.add("statement_done")
+        elif t in CONTAINERS or t in FUNCTIONS or t.endswith(("_statement", "_clause")):
+            walk.flags.add("statement_done")
 
     def _note_scope(self, walk: _Walk, n: Any) -> None:
         """An enclosing definition joins the chain; one whose name the hit matched is defined here."""
@@ -309,7 +344,11 @@ class FileSyntax:
     def _conclude(self, walk: _Walk) -> HitInfo:
         info, chain = walk.info, walk.chain
         info.kind = next(
-            (k for k in ("comment", "import", "definition", "string", "call") if k in walk.flags),
+            (
+                k
+                for k in ("comment", "import", "definition", "string", "call", "assignment")
+                if k in walk.flags
+            ),
             "reference",
         )
         info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
