@@ -377,3 +377,75 @@ def test_the_place_that_sets_a_value_ranks_above_the_places_that_read_it(repo: P
     assert first.startswith("libio/zz_setbuf.c — 1 match")
     assert re.search(r"^= +4    fp->_flags \|= _IO_LINE_BUF;$", first, re.M)
     assert "= sets a value" in text
+
+
+# -- what the hits leave out: outside the filter, near misses, uses of a definition ----------------
+
+
+def test_a_filtered_search_counts_and_names_what_its_filter_left_out(repo: Path) -> None:
+    # Given the function a "how does X reach Y" question needs, called from outside malloc/
+    write(repo, "malloc/arena.c", (FIXTURES / "arena.c").read_text())
+    write(repo, "malloc/malloc.c", "void *\nmalloc (size_t n)\n{\n  ptmalloc_init ();\n}\n")
+    write(repo, "elf/libc_early_init.c", (
+        "void\n__libc_early_init (_Bool initial)\n{\n"
+        "  call_function_static_weak (ptmalloc_init);\n}\n"
+    ))  # fmt: skip
+    write(repo, "ChangeLog", "\t* malloc/arena.c (ptmalloc_init): Likewise.\n" * 3)
+    text = search(repo, pattern="ptmalloc_init", path="malloc")
+    # Then the header says how many more there are outside, code first
+    assert (
+        "Outside malloc/: 4 matches in 2 files: elf/libc_early_init.c (1), ChangeLog (3)." in text
+    )
+    text = search(repo, pattern="ptmalloc_init", glob="*.h")
+    assert text.splitlines()[:2] == [
+        "No matches for `ptmalloc_init` in *.h.",
+        "Outside glob *.h: 6 matches in 4 files: elf/libc_early_init.c (1), malloc/arena.c (1), "
+        "malloc/malloc.c (1) and 1 more files.",
+    ]
+    # an unfiltered search has nothing outside
+    assert "Outside" not in search(repo, pattern="ptmalloc_init")
+
+
+def test_no_matches_says_how_often_each_word_of_the_pattern_occurs_alone(repo: Path) -> None:
+    # Given a chart that uses `template "redis.image"`, and the model searching for include
+    write(repo, "redis/templates/_helpers.tpl", (
+        '{{- define "redis.image" -}}\n{{ include "common.images.image" . }}\n{{- end -}}\n'
+    ))  # fmt: skip
+    write(repo, "redis/templates/master/statefulset.yaml", (
+        "spec:\n  containers:\n    - name: redis\n      image: {{ template \"redis.image\" . }}\n"
+    ))  # fmt: skip
+    write(repo, "argo/templates/_helpers.tpl", '{{- define "argocd.redis.image" -}}\n{{- end -}}\n')
+    text = search(repo, pattern='include "redis.image"')
+    assert text.splitlines() == [
+        'No matches for `include "redis.image"`.',
+        "Each word of the pattern searched alone (ignoring case):",
+        "- `include`: 1 match in 1 file: redis/templates/_helpers.tpl (1); e.g. "
+        'redis/templates/_helpers.tpl: `{{ include "common.images.image" . }}`',
+        "- `redis.image`: 3 matches in 3 files: redis/templates/_helpers.tpl (1), "
+        "redis/templates/master/statefulset.yaml (1), argo/templates/_helpers.tpl (1); e.g. "
+        'redis/templates/_helpers.tpl: `{{- define "redis.image" -}}`',
+    ]
+    # a single plain word has no parts to try
+    assert search(repo, pattern="zzz_nowhere") == "No matches for `zzz_nowhere`."
+
+
+def test_a_definition_says_where_it_is_called_from(repo: Path) -> None:
+    # Given a function, its callers in other files, a comment and a prototype naming it
+    write(repo, "malloc/arena.c", (FIXTURES / "arena.c").read_text())
+    write(repo, "malloc/malloc.c", (
+        "void *\n__libc_malloc (size_t bytes)\n{\n  if (!__malloc_initialized)\n"
+        "    ptmalloc_init ();\n  return _int_malloc (bytes);\n}\n"
+    ))  # fmt: skip
+    write(repo, "malloc/hooks.c", "/* ptmalloc_init runs first.  */\n")
+    write(repo, "include/malloc.h", "extern void ptmalloc_init (void);\n")
+    text = search(repo, pattern=r"^ptmalloc_init \(")
+    # Then the definition, whole, is followed by a line naming its caller and that caller's function
+    block = text.split("malloc/arena.c — 1 match", 1)[1]
+    assert "TUNABLE_GET (arena_test, size_t, TUNABLE_CALLBACK (set_arena_test));" in block
+    assert "  ↳ called from malloc/malloc.c:5 in void * __libc_malloc()" in block
+    # a search for the name itself shows its callers already: no extra line
+    assert "↳" not in search(repo, pattern="ptmalloc_init")
+    # no use at all is said too
+    write(repo, "malloc/malloc.c", "int x;\n")
+    text = search(repo, pattern=r"^ptmalloc_init \(")
+    assert "↳ no other line names `ptmalloc_init`" in text

@@ -18,6 +18,7 @@ from codeask.search import (
     FileHits,
     FileSource,
     SearchOutcome,
+    no_matches,
     render,
     search,
 )
@@ -319,7 +320,7 @@ class Toolbox:
                 "narrow it with glob or path, or a more specific pattern."
             )
         if not o.files:
-            return f"No matches for {where}."
+            return no_matches(o)
         return render(o, FileSource(self.lines, self._syntax_key))
 
     def _syntax_key(self, rel: str) -> tuple[str, str]:

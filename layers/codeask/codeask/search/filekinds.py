@@ -74,7 +74,7 @@ _TEST_DIR = re.compile(
 )
 _TEST_NAME = re.compile(
     r"^(test_.*\.py|.*_test\.(py|go|rb|c|cc|cpp|rs|exs?)|conftest\.py|.*\.(test|spec)\.[jt]sx?|"
-    r".*_spec\.rb|.*Tests?\.(java|cs|kt|scala|swift|php)|.*IT\.java|test-.*\.sh|tst-.*\.c)$"
+    r".*_spec\.rb|.*Tests?\.(java|cs|kt|scala|swift|php)|.*IT\.java|test-.*\.sh|tst-.*)$"
 )
 
 

@@ -39,6 +39,7 @@ class TemplateHit:
     scope: list[str]
     whole: tuple[int, int] | None = None
     extent: tuple[int, int] | None = None
+    defines: str | None = None
 
 
 class TemplateSyntax:
@@ -114,6 +115,7 @@ class TemplateSyntax:
             a, b = defining.name_cols
             if a < end and col < b:
                 hit.kind = "definition"
+                hit.defines = defining.name
                 hit.whole = (defining.start, defining.end)
                 hit.scope.pop()  # the line itself names what it defines
         if hit.kind != "definition":

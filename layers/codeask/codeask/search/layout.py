@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codeask.search.filekinds import refine_language, says_generated
+from codeask.search import elsewhere
+from codeask.search.filekinds import file_kind, language_of, refine_language, says_generated
 from codeask.search.patterns import is_identifier
 from codeask.search.query import FileHits, Hit, SearchOutcome
 from codeask.search.syntax import Context, FileSyntax, HitInfo, syntax_for
@@ -34,6 +35,8 @@ NONCODE_CONTEXT = 2  # of those, how many get lines around them
 MACRO_LINES = (
     25  # a top-level macro use shows the macro's definition from the same file if this short
 )
+USES_FOR = 3  # definitions given a "called from" line (one rg for all their names)
+USE_SCOPE_FILES = 4  # files parsed to name the function a use is in
 PREVIEW_PARSE_FILES = 8  # files parsed only so that their previews can name their scope
 TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
 WIDEN_BELOW = 0.6  # a result using less of the budget shows more of each hit's function
@@ -93,6 +96,7 @@ class ShownFile:
     owner: dict[int, Hit] = field(default_factory=dict)  # the hit a context row was shown for
     full_lines: set[int] = field(default_factory=set)
     cuts: dict[int, int] = field(default_factory=dict)  # a body's last row shown -> its last row
+    uses: dict[int, str] = field(default_factory=dict)  # a definition hit's row -> where it is used
 
     @property
     def lines(self) -> list[str] | None:
@@ -270,7 +274,73 @@ class Layout:
                 bodies -= is_body
                 self._note_cut(f, h, rows)
                 self._add_rows(f, h, rows, added)
+        self._find_uses()
         self._fit(order, added)
+
+    def _find_uses(self) -> None:
+        """The best few definitions shown, whose uses the result does not show, get a line saying
+        where they are called from: one more rg for all their names, capped."""
+        lookup = self.o.lookup
+        if lookup is None:
+            return
+        candidates: list[tuple[float, ShownFile, Hit, str]] = []
+        for f in self.files:
+            if f.syntax is None or f.syntax.config:
+                continue
+            for h in f.full:
+                info = f.infos.get(h.line)
+                if h.kind != "definition" or info is None or not info.defines or not info.whole:
+                    continue
+                if info.whole[1] > info.whole[0] or f.syntax.template is not None:
+                    candidates.append((h.score, f, h, info.defines))
+        candidates.sort(key=lambda c: -c[0])
+        shown_uses = self._names_used()
+        names: set[str] = set()
+        chosen: list[tuple[float, ShownFile, Hit, str]] = []
+        for c in candidates:
+            if c[3] not in shown_uses and c[3] not in names and len(chosen) < USES_FOR:
+                names.add(c[3])  # a name defined twice (a method and its override) is told once
+                chosen.append(c)
+        if not chosen:
+            return
+        found = elsewhere.find_uses(lookup, [(name, f.fh.path, h.line) for _, f, h, name in chosen])
+        parsed: set[str] = set()
+        for _, f, h, _name in chosen:
+            uses = found.get((f.fh.path, h.line))
+            if uses is None:
+                continue
+            for use in uses.sites:
+                if use.path not in parsed and (
+                    len(parsed) >= USE_SCOPE_FILES or self.source.parse_s >= PARSE_BUDGET_S
+                ):
+                    continue
+                parsed.add(use.path)
+                use.scope = self._scope_of(use.path, use.line, uses.name)
+            f.uses[h.line] = uses.describe()
+
+    def _names_used(self) -> set[str]:
+        """Names the result already shows used (a search for the name itself has its callers)."""
+        words: set[str] = set()
+        for f in self.files:
+            for h in f.fh.hits:
+                if h.kind not in ("definition", "comment", "import"):
+                    words.update(_NAME.findall(h.text))
+        return words
+
+    def _scope_of(self, path: str, line: int, name: str) -> str:
+        fh = FileHits(path, file_kind(path), language_of(path))
+        syntax = self.source.syntax(fh)
+        if syntax is None:
+            return ""
+        text = syntax.lines[line - 1] if 1 <= line <= len(syntax.lines) else ""
+        at = text.find(name)
+        spans = [(at, at + len(name))] if at >= 0 else []
+        syntax.prepare([line])
+        scope = syntax.info(line, spans).scope
+        if not scope:
+            return ""
+        inner = scope[-1]
+        return clip(inner.split("(", 1)[0].strip(), 60) + ("()" if "(" in inner else "")
 
     @staticmethod
     def _rows_cost(f: ShownFile, rows: set[int]) -> int:
@@ -476,6 +546,7 @@ class Layout:
         return {r for r in want if f.text(r).strip() not in _EMPTY_LINES}
 
 
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*\w|\w")  # a name, with a template name's dots
 _MACRO_USE = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*\(")  # a top-level line a C macro expands
 _EMPTY_LINES = frozenset({"", "{", "}", "};", ")", "end", "#", "##", "//", "/*", "*/", "*"})
 

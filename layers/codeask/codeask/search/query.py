@@ -5,6 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from codeask.search import elsewhere
+from codeask.search.elsewhere import Lookup, Tally
 from codeask.search.filekinds import file_kind, language_of
 from codeask.search.patterns import Pattern, is_identifier, word_fit
 from codeask.search.ranking import file_score, guess_kind, hit_score
@@ -68,6 +70,9 @@ class SearchOutcome:
     alternatives: list[str] = field(default_factory=list)
     alternative_counts: list[int] = field(default_factory=list)
     plain_words: list[str] = field(default_factory=list)
+    outside: Tally | None = None  # matches the path or glob left out
+    near_misses: list[Tally] = field(default_factory=list)  # for no match: each word alone
+    lookup: Lookup | None = field(default=None, repr=False, compare=False)  # rg over everything
 
     @property
     def total_files(self) -> int:
@@ -125,56 +130,87 @@ def search(
         return run_rg(rg, snapshot.root, text, target=target, globs=globs, extra_args=extra,
                       ignore_case=ignore_case, max_matches=cap, timeout_s=timeout_s)  # fmt: skip
 
+    def rg_all(text: str, ignore_case: bool, cap: int) -> tuple[list[RawMatch], bool]:
+        r = run_rg(rg, snapshot.root, text, globs=snapshot.deny.rg_globs(), extra_args=extra,
+                   ignore_case=ignore_case, max_matches=cap, timeout_s=timeout_s)  # fmt: skip
+        kept = [m for m in r.matches if not snapshot.deny.is_denied(m.path)]
+        return kept, r.stopped_early or r.timed_out
+
     # A capital letter makes rg's smart case sensitive, and code spells one name in several cases
     # (`ClusterNode` and the `clusterNode` struct, `maxTasksPerChild` and `maxtasksperchild`).
     # Measured on three repos, rg costs the same either way, so one case-insensitive run finds
     # both and the exact-case hits are ranked first; only a flood also gets a case-sensitive run
     # so that no exact hit is lost to the cap.
     both_cases = not pat.ignore_case and not pat.has_inline_case_flag and pat.compiled is not None
-    run = rg_run(pattern, pat.ignore_case or both_cases, max_matches)
-    matches = run.matches
-    if run.stopped_early and len(pat.alternatives) > 1:
-        # A common alternative filled the cap before rg reached the rare one: each gets its own run.
-        share = max(200, max_matches // len(pat.alternatives))
-        with ThreadPoolExecutor(max_workers=min(4, len(pat.alternatives))) as pool:
+    pool = ThreadPoolExecutor(max_workers=4)
+    try:
+        # A filtered search also counts what its filter left out, in parallel with it: the one
+        # call site outside `malloc/` is the one a "how does X reach Y" answer misses.
+        unfiltered = (
+            pool.submit(rg_all, pattern, pat.ignore_case or both_cases, elsewhere.OUTSIDE_CAP)
+            if glob or path
+            else None
+        )
+        run = rg_run(pattern, pat.ignore_case or both_cases, max_matches)
+        matches = run.matches
+        if run.stopped_early and len(pat.alternatives) > 1:
+            # A common alternative filled the cap before rg reached the rare one: each gets its own run.
+            share = max(200, max_matches // len(pat.alternatives))
             runs = list(
                 pool.map(
                     lambda a: rg_run(a, pat.ignore_case or both_cases, share), pat.alternatives
                 )
             )
-        matches = _merge([m for r in runs for m in r.matches])
-        run.timed_out = run.timed_out or any(r.timed_out for r in runs)
-        run.stopped_early = any(r.stopped_early for r in runs)
-    if both_cases and run.stopped_early:
-        exact_run = rg_run(pattern, False, max_matches)
-        matches = _merge(exact_run.matches + matches)
-    exact = pat.compiled
-    differ = 0 if not both_cases else sum(1 for m in matches if exact and not exact.search(m.text))
-    outcome = SearchOutcome(
-        pattern=pattern,
-        glob=glob,
-        path=rel_path,
-        files=[],
-        total_matches=0,
-        stopped_early=run.stopped_early,
-        timed_out=run.timed_out,
-        elapsed_ms=run.elapsed_ms,
-        path_is_file=bool(rel_path) and rel_path in snapshot.file_set,
-        ignore_case=pat.ignore_case,
-        case_differs=differ,
-        alternatives=pat.alternatives if len(pat.alternatives) > 1 else [],
-        plain_words=pat.plain_words,
-    )
-    outcome.files = _rank(snapshot, pat, matches, both_cases)
-    outcome.total_matches = sum(len(f.hits) for f in outcome.files)
-    if outcome.alternatives:
-        counts = [0] * len(outcome.alternatives)
-        for f in outcome.files:
-            for h in f.hits:
-                if h.alternative is not None:
-                    counts[h.alternative] += 1
-        outcome.alternative_counts = counts
-    return outcome
+            matches = _merge([m for r in runs for m in r.matches])
+            run.timed_out = run.timed_out or any(r.timed_out for r in runs)
+            run.stopped_early = any(r.stopped_early for r in runs)
+        if both_cases and run.stopped_early:
+            exact_run = rg_run(pattern, False, max_matches)
+            matches = _merge(exact_run.matches + matches)
+        exact = pat.compiled
+        differ = (
+            0 if not both_cases else sum(1 for m in matches if exact and not exact.search(m.text))
+        )
+        outcome = SearchOutcome(
+            pattern=pattern,
+            glob=glob,
+            path=rel_path,
+            files=[],
+            total_matches=0,
+            stopped_early=run.stopped_early,
+            timed_out=run.timed_out,
+            elapsed_ms=run.elapsed_ms,
+            path_is_file=bool(rel_path) and rel_path in snapshot.file_set,
+            ignore_case=pat.ignore_case,
+            case_differs=differ,
+            alternatives=pat.alternatives if len(pat.alternatives) > 1 else [],
+            plain_words=pat.plain_words,
+        )
+        outcome.files = _rank(snapshot, pat, matches, both_cases)
+        outcome.lookup = rg_all
+        if unfiltered is not None:
+            everywhere, capped = unfiltered.result()
+            outcome.outside = elsewhere.outside(
+                everywhere, capped, {(m.path, m.line) for m in matches}
+            )
+        if not matches and not run.timed_out:
+
+            def word_run(word: str, cap: int) -> tuple[list[RawMatch], bool]:
+                r = rg_run(word, True, cap)
+                return r.matches, r.stopped_early or r.timed_out
+
+            outcome.near_misses = elsewhere.near_misses(word_run, pattern, pool)
+        outcome.total_matches = sum(len(f.hits) for f in outcome.files)
+        if outcome.alternatives:
+            counts = [0] * len(outcome.alternatives)
+            for f in outcome.files:
+                for h in f.hits:
+                    if h.alternative is not None:
+                        counts[h.alternative] += 1
+            outcome.alternative_counts = counts
+        return outcome
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _merge(matches: list[RawMatch]) -> list[RawMatch]:

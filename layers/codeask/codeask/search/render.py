@@ -82,6 +82,7 @@ class Writer:
             end = f.cuts.get(group[-1])
             if end is not None:
                 out.append(f"  {'⋮':>{width}}  [… the definition goes on to line {end}]")
+            out += [f"  {f.uses[r]}" for r in group if r in f.uses and r in hits]
         if f.preview:
             out.append("  more in this file, one line each:")
             for h in sorted(f.preview, key=lambda h: h.line):
@@ -141,6 +142,8 @@ class Writer:
             lines.append(note)
         if inside:
             lines.append(self._inside_note(inside))
+        if o.outside is not None:
+            lines.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
         if shown_files:
             lines.append(f"Marks: {LEGEND}.")
         return "\n".join(lines)
@@ -207,6 +210,33 @@ class Writer:
         if more:
             line += f", and {more} more files ({sum(len(f.fh.hits) for f in rest[len(names) :])} matches)"
         return [line + "."]
+
+
+def filter_text(o: SearchOutcome) -> str:
+    """The path and glob a search was limited to, as a note names them."""
+    parts = [f"glob {o.glob}"] if o.glob else []
+    if o.path:
+        parts.append(o.path if o.path_is_file else f"{o.path}/")
+    return " and ".join(parts) or "the filter"
+
+
+def no_matches(o: SearchOutcome) -> str:
+    """A search that found nothing: where the pattern is outside the filter, and how often each
+    of its words occurs alone (the quoted name was right, `include` was not)."""
+    out = [f"No matches for {o.describe()}."]
+    if o.outside is not None:
+        out.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
+    if o.near_misses:
+        out.append("Each word of the pattern searched alone (ignoring case):")
+        for t in o.near_misses:
+            if not t.matches:
+                out.append(f"- `{t.word}`: nowhere")
+            elif t.capped:
+                out.append(f"- `{t.word}`: {t.describe(where=False)}")  # too common to say where
+            else:
+                first = t.examples[0][0]
+                out.append(f"- `{t.word}`: {t.describe()}; e.g. {first}: `{t.sample}`")
+    return "\n".join(out)
 
 
 def render(outcome: SearchOutcome, source: FileSource, budget: int = BUDGET) -> str:

@@ -65,6 +65,7 @@ class HitInfo:
     whole: tuple[int, int] | None = None  # 1-based rows of the definition this line defines
     header_end: int | None = None  # last row of that definition's signature
     extent: tuple[int, int] | None = None  # 1-based rows of the innermost enclosing scope
+    defines: str | None = None  # the name a definition hit defines
 
 
 @dataclass
@@ -176,7 +177,8 @@ class FileSyntax:
         if self.template is not None:
             t = self.template.info(line_no, spans)
             header_end = t.whole[0] if t.whole else None
-            return HitInfo(t.kind, t.scope, whole=t.whole, header_end=header_end, extent=t.extent)
+            return HitInfo(t.kind, t.scope, whole=t.whole, header_end=header_end, extent=t.extent,
+                           defines=t.defines)  # fmt: skip
         if self.grammar is None:
             return self._heuristic_info(line_no)
         with self._lock:
@@ -336,6 +338,7 @@ class FileSyntax:
         if not is_scope and self._inside_function(n):
             return  # a local variable, not a definition anyone would look for
         walk.flags.add("definition")
+        walk.info.defines = self._text(name)
         walk.info.whole = (_start_row(n) + 1, _end_row(n) + 1)
         walk.info.header_end = self._header_end(n) + 1
         if walk.chain and walk.chain[-1] is n:
