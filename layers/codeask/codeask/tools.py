@@ -18,6 +18,7 @@ from codeask.search import (
     FileHits,
     FileSource,
     SearchOutcome,
+    elsewhere,
     no_matches,
     render,
     search,
@@ -295,6 +296,7 @@ class Toolbox:
         files.sort(key=lambda f: (-f.score, f.path))
         first = outcomes[0]
         counts = [sum(c) for c in zip(*(o.alternative_counts for o in outcomes), strict=True)]
+        repos = [part.repo.name for part, _ in targets]
         return SearchOutcome(
             pattern=pattern,
             glob=glob,
@@ -310,6 +312,11 @@ class Toolbox:
             alternatives=first.alternatives,
             alternative_counts=counts,
             plain_words=first.plain_words,
+            outside=elsewhere.merged(list(zip(repos, (o.outside for o in outcomes), strict=True))),
+            near_misses=[]
+            if files
+            else elsewhere.merged_words(repos, [o.near_misses for o in outcomes]),
+            lookup=elsewhere.joined(list(zip(repos, (o.lookup for o in outcomes), strict=True))),
         )
 
     def render_search(self, o: SearchOutcome) -> str:

@@ -11,7 +11,8 @@ from codeask.search import heuristics
 from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of
 from codeask.search.ripgrep import RawMatch
 
-OUTSIDE_CAP = 1000  # matches read outside a filter before counting stops ("1000+")
+OUTSIDE_CAP = 200  # matches read outside a filter before counting stops ("200+"): a rare
+# call site outside is named, a common word is only counted
 NEAR_CAP = 200  # per word of a pattern that found nothing
 NEAR_WORDS = 4
 USES_CAP = 400  # lines read for the uses of up to three definitions
@@ -218,3 +219,58 @@ def _use(m: RawMatch, name: str) -> Use | None:
     if m.path.endswith((".h", ".hpp", ".pyi", ".d.ts")):
         score *= 0.5  # a declaration says less than a use
     return Use(m.path, m.line, text.strip(), call, score)
+
+
+# -- several repositories searched together --------------------------------------------------------
+
+
+def merged(tallies: list[tuple[str, Tally | None]]) -> Tally | None:
+    """One tally for several repos (`billing/src/x.c`): counts added, the best files kept."""
+    found = [(repo, t) for repo, t in tallies if t is not None]
+    if not found:
+        return None
+    examples = [(f"{repo}/{p}", n) for repo, t in found for p, n in t.examples]
+    examples.sort(key=lambda pn: -KIND_WEIGHT[file_kind(pn[0])])
+    best = next((t for _, t in found if t.matches), found[0][1])
+    return Tally(
+        sum(t.matches for _, t in found),
+        sum(t.files for _, t in found),
+        any(t.capped for _, t in found),
+        examples[:EXAMPLE_FILES],
+        found[0][1].word,
+        best.sample,
+    )
+
+
+def merged_words(repos: list[str], per_repo: list[list[Tally]]) -> list[Tally]:
+    """Near misses of several repos, word by word."""
+    words = list(dict.fromkeys(t.word for tallies in per_repo for t in tallies))
+    out = []
+    for w in words:
+        one = merged(
+            [
+                (r, next((t for t in ts if t.word == w), None))
+                for r, ts in zip(repos, per_repo, strict=True)
+            ]
+        )
+        if one is not None:
+            out.append(one)
+    return out
+
+
+def joined(lookups: list[tuple[str, Lookup | None]]) -> Lookup | None:
+    """A lookup over several repos, paths named with their repo."""
+    parts = [(repo, lookup) for repo, lookup in lookups if lookup is not None]
+    if not parts:
+        return None
+
+    def lookup(pattern: str, ignore_case: bool, cap: int) -> tuple[list[RawMatch], bool]:
+        out: list[RawMatch] = []
+        capped = False
+        for repo, one in parts:
+            matches, more = one(pattern, ignore_case, cap)
+            out += [RawMatch(f"{repo}/{m.path}", m.line, m.text) for m in matches]
+            capped = capped or more
+        return out, capped
+
+    return lookup

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from codeask.search import elsewhere
 from codeask.search.filekinds import file_kind, language_of, refine_language, says_generated
@@ -222,6 +224,7 @@ class Layout:
         order = self._order()
         show_all = len(order) <= ALL_SHOWN
         self.few = len(order) <= FEW_HITS
+        uses = self._start_uses() if show_all else None
         bodies = MAX_BODIES if show_all else MAX_BODIES // 2
         used = 0
         labels: dict[str, set[str]] = {}
@@ -259,35 +262,33 @@ class Layout:
                 continue
             cost = min(len(h.text.strip()), PREVIEW_CHARS) + 12
             if used + cost <= self.budget * PREVIEW_SHARE:
-                if f.syntax is None and not f.fh.parsed and preview_parsed < PREVIEW_PARSE_FILES:
+                if (
+                    f.syntax is None
+                    and not f.fh.parsed
+                    and preview_parsed < PREVIEW_PARSE_FILES
+                    and h.kind not in ("comment", "string")  # a licence line has no scope
+                ):
                     preview_parsed += 1
                     self._analyse(f)  # so that the preview can name its scope
                 f.preview.append(h)
                 used += cost + len(f.short_label(h)) + 6
-        for f, h in order[TOP_CONTEXT:]:
-            if not show_all and h.kind in ("comment", "string"):
-                continue  # prose reads on its own; its neighbours rarely matter to the answer
-            if h not in f.full or (f.fh.kind in NONCODE and f.full.index(h) >= NONCODE_CONTEXT):
-                continue
-            if f.syntax is not None:
-                rows, is_body = self._context(f, h, bodies > 0)
-                bodies -= is_body
-                self._note_cut(f, h, rows)
-                self._add_rows(f, h, rows, added)
-        self._find_uses()
+        self._context_for_the_rest(order[TOP_CONTEXT:], show_all, bodies, added)
+        if uses is not None:
+            self._show_uses(*uses)
         self._fit(order, added)
 
-    def _find_uses(self) -> None:
-        """The best few definitions shown, whose uses the result does not show, get a line saying
-        where they are called from: one more rg for all their names, capped."""
+    def _start_uses(self) -> tuple[list[tuple[ShownFile, Hit, str]], Future[Any]] | None:
+        """In a small result, the best few definitions whose uses it does not show get a line
+        saying where they are called from: one more rg for all their names, capped, started now
+        so that it runs while the rest of the result is laid out."""
         lookup = self.o.lookup
         if lookup is None:
-            return
+            return None
         candidates: list[tuple[float, ShownFile, Hit, str]] = []
         for f in self.files:
             if f.syntax is None or f.syntax.config:
                 continue
-            for h in f.full:
+            for h in f.fh.hits:
                 info = f.infos.get(h.line)
                 if h.kind != "definition" or info is None or not info.defines or not info.whole:
                     continue
@@ -296,18 +297,25 @@ class Layout:
         candidates.sort(key=lambda c: -c[0])
         shown_uses = self._names_used()
         names: set[str] = set()
-        chosen: list[tuple[float, ShownFile, Hit, str]] = []
-        for c in candidates:
-            if c[3] not in shown_uses and c[3] not in names and len(chosen) < USES_FOR:
-                names.add(c[3])  # a name defined twice (a method and its override) is told once
-                chosen.append(c)
+        chosen: list[tuple[ShownFile, Hit, str]] = []
+        for _, f, h, name in candidates:
+            if name not in shown_uses and name not in names and len(chosen) < USES_FOR:
+                names.add(name)  # a name defined twice (a method and its override) is told once
+                chosen.append((f, h, name))
         if not chosen:
-            return
-        found = elsewhere.find_uses(lookup, [(name, f.fh.path, h.line) for _, f, h, name in chosen])
+            return None
+        wanted = [(name, f.fh.path, h.line) for f, h, name in chosen]
+        pool = ThreadPoolExecutor(max_workers=1)
+        future = pool.submit(elsewhere.find_uses, lookup, wanted)
+        pool.shutdown(wait=False)
+        return chosen, future
+
+    def _show_uses(self, chosen: list[tuple[ShownFile, Hit, str]], future: Future[Any]) -> None:
+        found: dict[tuple[str, int], elsewhere.Uses] = future.result()
         parsed: set[str] = set()
-        for _, f, h, _name in chosen:
+        for f, h, _name in chosen:
             uses = found.get((f.fh.path, h.line))
-            if uses is None:
+            if uses is None or h not in f.full:
                 continue
             for use in uses.sites:
                 if use.path not in parsed and (
@@ -341,6 +349,25 @@ class Layout:
             return ""
         inner = scope[-1]
         return clip(inner.split("(", 1)[0].strip(), 60) + ("()" if "(" in inner else "")
+
+    def _context_for_the_rest(
+        self,
+        rest: list[tuple[ShownFile, Hit]],
+        show_all: bool,
+        bodies: int,
+        added: list[tuple[ShownFile, set[int]]],
+    ) -> None:
+        """Context for the hits placed after the best ones, from what is left (_fit trims it)."""
+        for f, h in rest:
+            if not show_all and h.kind in ("comment", "string"):
+                continue  # prose reads on its own; its neighbours rarely matter to the answer
+            if h not in f.full or (f.fh.kind in NONCODE and f.full.index(h) >= NONCODE_CONTEXT):
+                continue
+            if f.syntax is not None:
+                rows, is_body = self._context(f, h, bodies > 0)
+                bodies -= is_body
+                self._note_cut(f, h, rows)
+                self._add_rows(f, h, rows, added)
 
     @staticmethod
     def _rows_cost(f: ShownFile, rows: set[int]) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 _WORD_CHAR = re.compile(r"\w")
 _PLAIN_WORD = re.compile(r"\w{2,}")
@@ -125,6 +125,7 @@ class Pattern:
         return None if best is None else best[1]
 
 
+@lru_cache(maxsize=256)
 def is_identifier(word: str) -> bool:
     """A word that is a name on its own (`_IO_cleanup`, `commonEnv`), not a plain English word:
     `_IO_cleanup_region_start` is another name, while `redis_client` is about redis."""
