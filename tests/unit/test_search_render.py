@@ -449,3 +449,34 @@ def test_a_definition_says_where_it_is_called_from(repo: Path) -> None:
     write(repo, "malloc/malloc.c", "int x;\n")
     text = search(repo, pattern=r"^ptmalloc_init \(")
     assert "↳ no other line names `ptmalloc_init`" in text
+
+
+# -- few hits, previews ----------------------------------------------------------------------------
+
+
+def test_a_lone_hit_shows_the_whole_function_it_is_in(repo: Path) -> None:
+    # Given glibc's shape: the words searched for sit on a cleanup line of a 40-line function,
+    # and the loop that matters is far from it
+    body = "".join(f"      step_{i} (fp);\n" for i in range(30))
+    write(repo, "libio/genops.c", (
+        "int\n_IO_flush_all (void)\n{\n  int result = 0;\n  FILE *fp;\n"
+        "  for (fp = (FILE *) _IO_list_all; fp != NULL; fp = fp->_chain)\n    {\n"
+        f"{body}    }}\n  _IO_cleanup_region_end (0);\n  return result;\n}}\n"
+    ))  # fmt: skip
+    text = search(repo, pattern="_IO_cleanup_region_end")
+    assert "for (fp = (FILE *) _IO_list_all; fp != NULL; fp = fp->_chain)" in text
+    assert "step_0 (fp);" in text and "step_29 (fp);" in text and "return result;" in text
+
+
+def test_previews_name_their_scope(repo: Path) -> None:
+    # Given more call sites than the budget shows in full
+    for f in range(40):
+        write(repo, f"pylint/checkers/c{f:02}.py", "".join(
+            f"class Checker{f}:\n    def visit_{i}(self, node):\n"
+            f"        if not in_type_checking_block(node):\n            self.add_message('x{i}' * 40, node=node)\n\n"
+            for i in range(4)
+        ))  # fmt: skip
+    text = search(repo, pattern="in_type_checking_block")
+    previews = text.split("more in this file, one line each:\n", 1)[1].split("\n\n", 1)[0]
+    rows = [ln for ln in previews.splitlines() if re.match(r"^> +\d+  ", ln)]
+    assert rows and all(re.search(r"  — in def visit_\d\(\)$", ln) for ln in rows)

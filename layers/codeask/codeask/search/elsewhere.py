@@ -17,6 +17,7 @@ NEAR_CAP = 200  # per word of a pattern that found nothing
 NEAR_WORDS = 4
 USES_CAP = 400  # lines read for the uses of up to three definitions
 USE_SITES = 3  # uses named per definition
+USE_CANDIDATES = 6  # read by the parser to find them (a line inside a block comment is no use)
 EXAMPLE_FILES = 3
 SAMPLE_CHARS = 120
 
@@ -191,7 +192,7 @@ def find_uses(
         ]
         found.sort(key=lambda u: (-u.score, u.path, u.line))
         files = len({u.path for u in found})
-        out[(path, line)] = Uses(name, found[:USE_SITES], len(found), files, capped)
+        out[(path, line)] = Uses(name, found[:USE_CANDIDATES], len(found), files, capped)
     return out
 
 

@@ -317,13 +317,21 @@ class Layout:
             uses = found.get((f.fh.path, h.line))
             if uses is None or h not in f.full:
                 continue
+            kept: list[elsewhere.Use] = []
             for use in uses.sites:
-                if use.path not in parsed and (
-                    len(parsed) >= USE_SCOPE_FILES or self.source.parse_s >= PARSE_BUDGET_S
+                if len(kept) == elsewhere.USE_SITES:
+                    break
+                if use.path in parsed or (
+                    len(parsed) < USE_SCOPE_FILES and self.source.parse_s < PARSE_BUDGET_S
                 ):
-                    continue
-                parsed.add(use.path)
-                use.scope = self._scope_of(use.path, use.line, uses.name)
+                    parsed.add(use.path)
+                    scope, kind = self._scope_of(use.path, use.line, uses.name)
+                    if kind == "comment":
+                        uses.total -= 1
+                        continue  # inside a block comment, which the line alone did not show
+                    use.scope = scope
+                kept.append(use)
+            uses.sites = kept
             f.uses[h.line] = uses.describe()
 
     def _names_used(self) -> set[str]:
@@ -335,20 +343,23 @@ class Layout:
                     words.update(_NAME.findall(h.text))
         return words
 
-    def _scope_of(self, path: str, line: int, name: str) -> str:
+    def _scope_of(self, path: str, line: int, name: str) -> tuple[str, str]:
+        """The function a use is in, in a few words, and the use's kind, from the parser."""
         fh = FileHits(path, file_kind(path), language_of(path))
         syntax = self.source.syntax(fh)
         if syntax is None:
-            return ""
+            return "", "reference"
         text = syntax.lines[line - 1] if 1 <= line <= len(syntax.lines) else ""
         at = text.find(name)
         spans = [(at, at + len(name))] if at >= 0 else []
         syntax.prepare([line])
-        scope = syntax.info(line, spans).scope
-        if not scope:
-            return ""
+        info = syntax.info(line, spans)
+        scope = info.scope
+        if not scope or (info.extent is not None and info.extent[0] == line):
+            return "", info.kind  # a macro line read as the start of a definition names nothing
         inner = scope[-1]
-        return clip(inner.split("(", 1)[0].strip(), 60) + ("()" if "(" in inner else "")
+        short = clip(inner.split("(", 1)[0].strip(), 60) + ("()" if "(" in inner else "")
+        return short, info.kind
 
     def _context_for_the_rest(
         self,
@@ -401,6 +412,8 @@ class Layout:
         info = f.infos.get(h.line) or HitInfo()
         if info.whole and h.kind == "definition" and info.whole[1] > info.whole[0]:
             first, last = info.whole
+            while first < h.line and _LEAD_IN.match(f.text(first)):
+                first += 1  # glibc's `libc_hidden_def (x)` before a function is read as part of it
             signature_end = min(max(info.header_end or h.line, h.line), last)
             if not body_allowed:
                 return set(range(first, min(signature_end + 2, last) + 1)), False
@@ -574,6 +587,7 @@ class Layout:
 
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*\w|\w")  # a name, with a template name's dots
+_LEAD_IN = re.compile(r"^\s*$|^[A-Za-z_]\w*\s*\([^()]*\)\s*$")  # blank, or a bare macro line
 _MACRO_USE = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*\(")  # a top-level line a C macro expands
 _EMPTY_LINES = frozenset({"", "{", "}", "};", ")", "end", "#", "##", "//", "/*", "*/", "*"})
 
