@@ -112,6 +112,12 @@ def _spec(repo: str, branch: str | None) -> Any:
     return RepoSpec.parse(repo, branch=branch)
 
 
+def _say_uncommitted(synced: Any) -> None:
+    """On stderr, so that stdout stays exactly what the tool or check produced."""
+    if synced.uncommitted is not None:
+        print(f"⚠️ {synced.uncommitted.message()}", file=sys.stderr)
+
+
 def _ask(args: argparse.Namespace) -> int:
     from codeask.answer import ask
     from codeask.settings import Settings
@@ -155,6 +161,8 @@ def _ask(args: argparse.Namespace) -> int:
     print(footer)
     if ans.stale:
         print(f"⚠️ {ans.stale.message()}")
+    for note in ans.uncommitted:
+        print(f"⚠️ {note.message()}")
     return 0
 
 
@@ -171,6 +179,7 @@ def _tool(args: argparse.Namespace) -> int:
         raise BadInput('tool arguments must be a JSON object, e.g. \'{"pattern": "retry"}\'')
     settings = Settings.from_env()
     synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    _say_uncommitted(synced)
     toolbox = Toolbox(
         synced.snapshot, rg_path=settings.rg_path, search_timeout_s=settings.search_timeout_s
     )
@@ -249,6 +258,7 @@ def _verify(args: argparse.Namespace) -> int:
     text = sys.stdin.read()
     settings = Settings.from_env()
     synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    _say_uncommitted(synced)
     v = verify_answer(text, synced.snapshot)
     if args.json:
         print(json.dumps({

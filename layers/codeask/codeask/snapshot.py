@@ -66,6 +66,10 @@ class Snapshot:
         out.sort()
         return tuple(out)
 
+    def seed_files(self, files: tuple[str, ...]) -> None:
+        """Take the listing the writer of this tree already has, sorted like `files`, over a walk."""
+        self.__dict__["files"] = files
+
     @functools.cached_property
     def file_set(self) -> frozenset[str]:
         return frozenset(self.files)
