@@ -127,7 +127,11 @@ class ShownFile:
         inner = info.scope[-1]
         if "(" in inner:
             return clip(inner.split("(", 1)[0].strip(), 60) + "()"
-        return clip(" › ".join(info.scope[-2:]), 60)
+        parts = info.scope[-2:]
+        item = next((p for p in reversed(info.scope[:-2]) if "[" in p), None)
+        if item is not None:  # the list item a key is under says most: `env[PGPASSWORD] › …`
+            parts = [item, "…", inner]
+        return clip(" › ".join(parts), 70)
 
 
 class Layout:
