@@ -14,6 +14,9 @@ from codeask.search.ripgrep import RawMatch, RgRun, run_rg
 from codeask.snapshot import Snapshot
 
 RAW_MATCH_CAP = 2500  # matches read from rg before it is stopped; ranking happens within these
+# The extra runs (outside a filter, near misses, a definition's uses) only add notes: each is
+# given a short deadline of its own, so a search costs at most its timeout plus this.
+EXTRA_TIMEOUT_S = 2.0
 
 
 @dataclass(eq=False)
@@ -130,9 +133,11 @@ def search(
         return run_rg(rg, snapshot.root, text, target=target, globs=globs, extra_args=extra,
                       ignore_case=ignore_case, max_matches=cap, timeout_s=timeout_s)  # fmt: skip
 
+    extra_timeout = min(timeout_s, EXTRA_TIMEOUT_S)
+
     def rg_all(text: str, ignore_case: bool, cap: int) -> tuple[list[RawMatch], bool]:
         r = run_rg(rg, snapshot.root, text, globs=snapshot.deny.rg_globs(), extra_args=extra,
-                   ignore_case=ignore_case, max_matches=cap, timeout_s=timeout_s)  # fmt: skip
+                   ignore_case=ignore_case, max_matches=cap, timeout_s=extra_timeout)  # fmt: skip
         kept = [m for m in r.matches if not snapshot.deny.is_denied(m.path)]
         return kept, r.stopped_early or r.timed_out
 
@@ -196,7 +201,8 @@ def search(
         if not matches and not run.timed_out:
 
             def word_run(word: str, cap: int) -> tuple[list[RawMatch], bool]:
-                r = rg_run(word, True, cap)
+                r = run_rg(rg, snapshot.root, word, target=target, globs=globs, ignore_case=True,
+                           max_matches=cap, timeout_s=extra_timeout)  # fmt: skip
                 return r.matches, r.stopped_early or r.timed_out
 
             outcome.near_misses = elsewhere.near_misses(word_run, pattern, pool)
