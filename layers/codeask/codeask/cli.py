@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from codeask.errors import BadInput, CodeaskError
+from codeask.errors import BadInput, CodeaskError, first_line
 
 
 def _progress(msg: str) -> None:
@@ -73,6 +73,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _logs_to_stderr() -> None:
+    """The engine logs through powertools, which writes to stdout for Lambda; on a terminal
+    stdout is the command's output (`tool` prints exactly what the model reads), so logs go to
+    stderr."""
+    import logging
+
+    import codeask.ops  # noqa: F401 - makes the powertools logger, whose handler is moved
+
+    for handler in logging.getLogger("codeask").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
@@ -85,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "ask":
             return _ask(args)
         if args.command == "tool":
+            _logs_to_stderr()
             return _tool(args)
         if args.command == "eval":
             return _eval(args)
@@ -120,6 +134,7 @@ def _say_uncommitted(synced: Any) -> None:
 
 def _ask(args: argparse.Namespace) -> int:
     from codeask.answer import ask
+    from codeask.pathdisplay import display_path
     from codeask.settings import Settings
 
     repos = args.repo or ["."]
@@ -149,7 +164,7 @@ def _ask(args: argparse.Namespace) -> int:
     if cites:
         print("\nCitations:")
         for m in cites:
-            where = m.path + (f":{m.start_line}" if m.start_line else "")
+            where = display_path(m.path) + (f":{m.start_line}" if m.start_line else "")
             if m.end_line and m.end_line != m.start_line:
                 where += f"-{m.end_line}"
             print(f"  {where}" + (f"  {m.url}" if m.url else ""))
@@ -173,8 +188,11 @@ def _tool(args: argparse.Namespace) -> int:
 
     try:
         tool_args = json.loads(args.args)
-    except json.JSONDecodeError as e:
-        raise BadInput(f"tool arguments must be a JSON object: {e}") from None
+    except (
+        ValueError,
+        RecursionError,
+    ) as e:  # bad JSON, a number past Python's digit limit, deep nesting
+        raise BadInput(f"tool arguments must be a JSON object: {first_line(e)}") from None
     if not isinstance(tool_args, dict):
         raise BadInput('tool arguments must be a JSON object, e.g. \'{"pattern": "retry"}\'')
     settings = Settings.from_env()

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
+from codeask.pathdisplay import display_path
 from codeask.search import heuristics
 from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of
 from codeask.search.ripgrep import RawMatch
@@ -43,7 +44,7 @@ class Tally:
         head = f"{self.matches}{plus} match{s} in {self.files}{plus} file{fs}"
         if not where:
             return head
-        files = ", ".join(f"{p} ({n})" for p, n in self.examples)
+        files = ", ".join(f"{display_path(p)} ({n})" for p, n in self.examples)
         more = self.files - len(self.examples)
         if more > 0:
             files += f" and {more}{plus} more files"
@@ -133,7 +134,8 @@ class Use:
 
     @property
     def where(self) -> str:
-        return f"{self.path}:{self.line}" + (f" in {self.scope}" if self.scope else "")
+        where = f"{display_path(self.path)}:{self.line}"
+        return where + (f" in {self.scope}" if self.scope else "")
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codeask.pathdisplay import display_path
 from codeask.search.layout import (
     BUDGET,
     CONTEXT_CHARS,
@@ -47,7 +48,7 @@ class Writer:
         other_case = sum(1 for h in f.fh.hits if not h.exact_case)
         exact = n - other_case
         count = exact or other_case
-        head = f"{f.fh.path}{kind} — {count} match{'es' if count != 1 else ''}"
+        head = f"{display_path(f.fh.path)}{kind} — {count} match{'es' if count != 1 else ''}"
         if other_case:
             head += f" + {other_case} in another case" if exact else " in another case"
         if len(f.full) < n:
@@ -183,7 +184,7 @@ class Writer:
             f"{w} {n}" if n > 1 else w for w, n in sorted(longer.items(), key=lambda x: -x[1])[:3]
         )
         files = sorted(self.layout.inside, key=lambda fh: -len(fh[1]))
-        where = ", ".join(f"{f.path} ({len(hits)})" for f, hits in files[:4])
+        where = ", ".join(f"{display_path(f.path)} ({len(hits)})" for f, hits in files[:4])
         if len(files) > 4:
             where += f" and {len(files) - 4} more files"
         hint = "|".join(plain)
@@ -200,7 +201,7 @@ class Writer:
         names: list[str] = []
         size = 0
         for f in rest:
-            item = f"{f.fh.path} ({len(f.fh.hits)})"
+            item = f"{display_path(f.fh.path)} ({len(f.fh.hits)})"
             if size + len(item) > 1200:
                 break
             names.append(item)
@@ -214,16 +215,22 @@ class Writer:
 
 def filter_text(o: SearchOutcome) -> str:
     """The path and glob a search was limited to, as a note names them."""
-    parts = [f"glob {o.glob}"] if o.glob else []
+    parts = [f"glob {display_path(o.glob)}"] if o.glob else []
     if o.path:
-        parts.append(o.path if o.path_is_file else f"{o.path}/")
+        shown = display_path(o.path)
+        parts.append(shown if o.path_is_file else f"{shown}/")
     return " and ".join(parts) or "the filter"
 
 
 def no_matches(o: SearchOutcome) -> str:
-    """A search that found nothing: where the pattern is outside the filter, and how often each
-    of its words occurs alone (the quoted name was right, `include` was not)."""
-    out = [f"No matches for {o.describe()}."]
+    """A search that found nothing: where the pattern is outside the filter, how often each of
+    its words occurs alone (the quoted name was right, `include` was not), and the files too
+    large to search in full."""
+    large = o.large_note()
+    head = f"No matches for {o.describe()}"
+    if large:
+        head += f" in the files up to {o.size_limit / 1024 / 1024:g} MB"
+    out = [head + "."]
     if o.outside is not None:
         out.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
     if o.near_misses:
@@ -234,8 +241,10 @@ def no_matches(o: SearchOutcome) -> str:
             elif t.capped:
                 out.append(f"- `{t.word}`: {t.describe(where=False)}")  # too common to say where
             else:
-                first = t.examples[0][0]
+                first = display_path(t.examples[0][0])
                 out.append(f"- `{t.word}`: {t.describe()}; e.g. {first}: `{t.sample}`")
+    if large:
+        out.append(large)
     return "\n".join(out)
 
 
