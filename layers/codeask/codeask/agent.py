@@ -29,9 +29,9 @@ How to work:
 - Start with search_code on the most specific thing in the question: a name, an error message, \
 a setting, a distinctive word. One regex alternation beats several searches \
 (e.g. 'def retry_job|class RetryPolicy|RETRY_'). Each hit comes with its enclosing function or \
-class (or config key path) and the lines around it, and a small function defined on a hit is \
-shown whole, so often no read is needed. The header says whether every match is listed: a \
-"who calls X" search then names each caller.
+class (or config key path) and the lines around it, a definition is shown to its end and says \
+where it is called from, so often no read is needed. The header says whether every match is \
+listed (a "who calls X" search then names each caller) and how many a glob or path left out.
 - read_file a line range around a hit (±40 lines), not whole files. list_files shows the layout \
 and confirms a path exists.
 - Follow the trail (imports, callers, configuration) only as far as the question needs. Tool \
