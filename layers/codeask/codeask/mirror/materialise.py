@@ -14,6 +14,7 @@ from pathlib import Path
 import pygit2
 
 from codeask.denylist import DenyList
+from codeask.mirror import space
 
 # Longer than any Lambda can live, so a live writer's temp dir is never taken for a leftover.
 TEMP_IDLE_S = 3600.0
@@ -96,7 +97,7 @@ class _Plan:
             try:
                 view = memoryview(odb.read(oid)[1])
                 while view:
-                    view = view[os.write(fd, view) :]
+                    view = view[space.write(fd, view) :]
             finally:
                 os.close(fd)
             written.append(rel)

@@ -18,9 +18,10 @@ import pygit2
 
 from codeask.denylist import DenyList
 from codeask.errors import DiskFull, RepoUnavailable, first_line
+from codeask.mirror import space
 from codeask.mirror.materialise import TEMP_IDLE_S, materialise, remove_tree
 from codeask.mirror.result import OnRepair, Repair
-from codeask.mirror.space import Free, free, is_full
+from codeask.mirror.space import Free, is_full
 from codeask.snapshot import RepoRef, Snapshot
 
 _SNAPSHOT_DIR_RE = re.compile(r"^[0-9a-f]{40,64}-[0-9a-f]{12}$")
@@ -148,8 +149,9 @@ class Snapshots:
             raise ObjectsUnreadable(first_line(exc)) from None
 
     def reclaim(self, need: Free, keep: set[Path] | frozenset[Path] = frozenset()) -> int:
-        """Free room for `need` on the snapshot disk: leftovers first, then snapshots of any repo,
-        least recently used first, until the disk says there is room; returns how many went.
+        """Free room for `need` on the snapshot disk: leftovers first, then snapshots of any repo
+        nobody used for ten minutes (one used since may be an answer's in progress), least
+        recently used first, until the disk says there is room; returns how many went.
 
         Room is read from the filesystem after each removal, never summed from sizes: a file
         hard-linked into several snapshots frees nothing until the last of them goes.
@@ -175,7 +177,11 @@ class Snapshots:
                     entry.name.startswith(".tmp-") and now - mtime > TEMP_IDLE_S
                 ):
                     remove_tree(path)
-                elif _SNAPSHOT_DIR_RE.match(entry.name) and path not in keep:
+                elif (
+                    _SNAPSHOT_DIR_RE.match(entry.name)
+                    and path not in keep
+                    and now - mtime > _SNAPSHOT_IDLE_S
+                ):
                     candidates.append((mtime, path))
         candidates.sort()
         evicted = 0
@@ -359,14 +365,14 @@ def _need(repo: pygit2.Repository, sha: str) -> Free:
 
 def _room(root: Path, need: Free) -> bool:
     try:
-        return free(root).covers(need)
+        return space.free(root).covers(need)
     except OSError:
         return False
 
 
 def _fmt_free(root: Path) -> str:
     try:
-        have = free(root)
+        have = space.free(root)
     except OSError:
         return "free space unknown"
     return f"{have.bytes / 1e6:.1f} MB free"

@@ -1,4 +1,4 @@
-"""Disk space under the mirror and snapshot roots: telling a full disk apart, and measuring what is free."""
+"""Disk space under the mirror and snapshot roots: the write boundary, telling a full disk apart, what is free."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ def is_full(exc: BaseException) -> bool:
     if isinstance(exc, pygit2.GitError):
         return any(text in str(exc) for text in _FULL_TEXT)
     return False
+
+
+def write(fd: int, data: memoryview) -> int:
+    """Write part of a snapshot file; how many bytes went. The one place a snapshot's file bytes
+    reach the disk, so that a disk filling up (tests put a small one here) is met in one place."""
+    return os.write(fd, data)
 
 
 @dataclass(frozen=True)
