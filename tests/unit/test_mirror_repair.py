@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import queue
 import signal
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 from codeask.denylist import DenyList
 from codeask.mirror import MirrorStore, Repair, RepoSpec
 from conftest import GitDaemon, GitWorkTree
-from fakes.damage import MIRROR_DAMAGE, Damage, prepare
+from fakes.damage import MIRROR_DAMAGE, Damage, prepare, replace, truncate
 
 FORK = multiprocessing.get_context("fork")
 WAIT_S = 90.0
@@ -105,6 +107,7 @@ def sync_in_child(tmp: Path, url: str, snapshots: str = "snapshots") -> dict[str
             "sha": got.sha, "stale": got.stale, "repairs": repairs,
             "files": sorted(got.snapshot.files),
             "app": (got.snapshot.root / "src" / "app.py").read_text(),
+            "root": str(got.snapshot.root),
             "again": (again.sha, again.fetched, again.stale),
         }  # fmt: skip
 
@@ -213,3 +216,187 @@ def warm_sync(tmp: Path, url: str, between: Callable[[], str]) -> tuple[dict[str
     if kind == "raised":
         raise AssertionError(value)
     return value, made
+
+
+# ---- the state file and the lock beside the mirror ------------------------------------------
+
+STATE_DAMAGE: dict[str, Callable[[Path], None]] = {
+    "a JSON list": lambda p: p.write_text("[1, 2, 3]\n"),
+    "a JSON string": lambda p: p.write_text('"branches"\n'),
+    "branches of the wrong type": lambda p: p.write_text('{"branches": "main", "url": 7}\n'),
+    "a branch entry of the wrong shape": lambda p: p.write_text(
+        '{"branches": {"main": {"sha": 1, "synced_at": []}}, "last_error": "boom"}\n'
+    ),
+    "not JSON": lambda p: p.write_text("{garbage\n"),
+    "empty": lambda p: p.write_text(""),
+    "binary": lambda p: p.write_bytes(b"\xff\xfe\x00" * 100),
+    "larger than any state": lambda p: p.write_text('{"pad": "' + "x" * (2 << 20) + '"}'),
+    "a directory": lambda p: replace(p, "dir"),
+    "a FIFO": lambda p: replace(p, "fifo"),
+    "a symlink to a file elsewhere": lambda p: replace(p, f"link:{p.parent.parent / 'elsewhere'}"),
+}
+
+
+@pytest.mark.parametrize("damage", STATE_DAMAGE.values(), ids=STATE_DAMAGE.keys())
+def test_a_state_file_of_any_other_shape_is_replaced(
+    damage: Callable[[Path], None], served: Served, tmp_path: Path
+) -> None:
+    # Given a synced mirror whose state file (which dates stale notes) is something else now
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not codeask's\n")
+    first = sync_in_child(tmp_path, served.url)
+    state = new_store(tmp_path, []).mirror_dir(RepoSpec.parse(served.url)).with_suffix(".json")
+    damage(state)
+
+    # When a new process syncs, first with the remote unchanged, then after it moved on
+    got = sync_in_child(tmp_path, served.url)
+    new = served.commit({"src/app.py": "print('v2')\n"})
+    moved = sync_in_child(tmp_path, served.url)
+
+    # Then both answers are right and never stale, the state file was replaced by one of the
+    # right shape that dates the new head (reported once), and nothing it pointed at was touched
+    assert (got["sha"], got["stale"], got["app"]) == (first["sha"], None, "print('v1')\n")
+    assert (moved["sha"], moved["stale"], moved["app"]) == (new, None, "print('v2')\n")
+    assert [r.what for r in got["repairs"] + moved["repairs"]] == ["state file"]
+    written = json.loads(state.read_text())
+    assert written["branches"]["main"]["sha"] == new and written["last_error"] is None
+    assert stat.S_ISREG(os.lstat(state).st_mode)
+    assert elsewhere.read_text() == "not codeask's\n"
+
+
+def test_a_bad_state_file_does_not_hide_that_the_answer_is_stale(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a synced mirror with a state file of the wrong shape, and a remote that went away
+    first = sync_in_child(tmp_path, served.url)
+    state = new_store(tmp_path, []).mirror_dir(RepoSpec.parse(served.url)).with_suffix(".json")
+    state.write_text('{"branches": [], "default_branch": 3}')
+    served.daemon.stop()
+
+    # When a new process syncs, it answers from the mirror, marked stale with a date
+    got = sync_in_child(tmp_path, served.url)
+    assert got["sha"] == first["sha"] and got["stale"] is not None
+    assert got["stale"].as_of is not None
+
+
+LOCK_DAMAGE: dict[str, str] = {
+    "a directory": "dir",
+    "a FIFO": "fifo",
+    "a socket": "socket",
+    "a dangling symlink": "link:/nonexistent/lock",
+    "a symlink to a file elsewhere": "link:{elsewhere}",
+}
+
+
+@pytest.mark.parametrize("by", LOCK_DAMAGE.values(), ids=LOCK_DAMAGE.keys())
+def test_a_lock_path_that_is_no_lock_file_is_replaced(
+    by: str, served: Served, tmp_path: Path
+) -> None:
+    # Given a synced mirror whose lock path is something else than a file, and a remote that
+    # moved on (so the next sync must take the lock to fetch)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not codeask's\n")
+    sync_in_child(tmp_path, served.url)
+    mdir = new_store(tmp_path, []).mirror_dir(RepoSpec.parse(served.url))
+    lock = mdir.with_name(mdir.name + ".lock")
+    replace(lock, by.format(elsewhere=elsewhere))
+    new = served.commit({"src/app.py": "print('v2')\n"})
+
+    # When a new process syncs
+    got = sync_in_child(tmp_path, served.url)
+
+    # Then it fetched the new head, the lock path is a plain file again (reported once), and a
+    # symlink's target was neither followed nor changed
+    assert (got["sha"], got["stale"], got["app"]) == (new, None, "print('v2')\n")
+    assert [r.what for r in got["repairs"]] == ["lock file"]
+    assert stat.S_ISREG(os.lstat(lock).st_mode)
+    assert elsewhere.read_text() == "not codeask's\n"
+    assert got["again"] == (new, False, None)
+
+
+# ---- what a killed fetch leaves -------------------------------------------------------------
+
+LEFTOVERS: dict[str, Callable[[Path], list[str]]] = {
+    # a fetch killed while writing its pack: the pack's final name with nothing in it
+    "a zero-byte pack": lambda d: _touch(d, "pack-" + "a" * 40 + ".pack"),
+    "a zero-byte pack and index": lambda d: _touch(
+        d, "pack-" + "b" * 40 + ".pack", "pack-" + "b" * 40 + ".idx"
+    ),
+    "an index without its pack": lambda d: _touch(d, "pack-" + "c" * 40 + ".idx", size=1100),
+    "libgit2's temporary pack": lambda d: _touch(d, "pack_git2_0123456789abcdef", size=4096),
+    "git's temporary pack and index": lambda d: _touch(d, "tmp_pack_Ab12Cd", "tmp_idx_Ef34Gh"),
+    "stale lock files": lambda d: [
+        *_touch(d.parent.parent, "shallow.lock", "packed-refs.lock", "config.lock"),
+    ],
+}
+
+
+def _touch(where: Path, *names: str, size: int = 0) -> list[str]:
+    for name in names:
+        (where / name).write_bytes(b"\0" * size)
+    return [str(where / name) for name in names]
+
+
+@pytest.mark.parametrize("leave", LEFTOVERS.values(), ids=LEFTOVERS.keys())
+def test_what_a_killed_fetch_left_is_cleaned_by_the_next_fetch(
+    leave: Callable[[Path], list[str]], served: Served, tmp_path: Path
+) -> None:
+    # Given a mirror a fetch was killed in, with what it left, while the remote moved on
+    sync_in_child(tmp_path, served.url)
+    mdir = new_store(tmp_path, []).mirror_dir(RepoSpec.parse(served.url))
+    left = leave(mdir / "objects" / "pack")
+    new = served.commit({"src/app.py": "print('v2')\n", "NEWS.md": "v2\n"})
+
+    # When a new process syncs (on an empty snapshot root: every object is read)
+    got = sync_in_child(tmp_path, served.url, snapshots="fresh-snapshots")
+
+    # Then the new head is served whole, and what was left is gone
+    assert (got["sha"], got["stale"], got["app"]) == (new, None, "print('v2')\n")
+    assert "NEWS.md" in got["files"]
+    assert [p for p in left if os.path.lexists(p)] == []
+    packs = list((mdir / "objects" / "pack").iterdir())
+    assert all(p.stat().st_size > 0 for p in packs), packs
+
+
+# ---- damaged snapshots ----------------------------------------------------------------------
+
+SNAPSHOT_DAMAGE: dict[str, Callable[[Path], None]] = {
+    "a file deleted": lambda s: _writable(s, lambda: os.unlink(s / "src" / "app.py")),
+    "a file truncated": lambda s: _writable(s, lambda: truncate(s / "src" / "app.py", 3)),
+    "a file added": lambda s: _writable(s, lambda: (s / "planted.py").write_text("x = 1\n")),
+    "a folder deleted": lambda s: _writable(s, lambda: remove(s / "docs")),
+    "the marker deleted": lambda s: os.unlink(s.with_name(s.name + ".complete")),
+    "the marker garbage": lambda s: s.with_name(s.name + ".complete").write_text("{garbage"),
+    "the marker a FIFO": lambda s: replace(s.with_name(s.name + ".complete"), "fifo"),
+}
+
+
+def _writable(snap: Path, change: Callable[[], Any]) -> None:
+    for dirpath, _dirs, _files in os.walk(snap):
+        os.chmod(dirpath, 0o755)
+    change()
+
+
+def remove(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path)
+
+
+@pytest.mark.parametrize("damage", SNAPSHOT_DAMAGE.values(), ids=SNAPSHOT_DAMAGE.keys())
+def test_a_damaged_snapshot_is_written_again(
+    damage: Callable[[Path], None], served: Served, tmp_path: Path
+) -> None:
+    # Given a snapshot on disk that was changed after it was written (or its marker was)
+    first = sync_in_child(tmp_path, served.url)
+    snap = Path(first["root"])
+    damage(snap)
+
+    # When a new process syncs
+    got = sync_in_child(tmp_path, served.url)
+
+    # Then the snapshot was written again, whole, at the same place, and that was reported
+    assert (got["sha"], got["root"], got["files"]) == (first["sha"], first["root"], first["files"])
+    assert got["app"] == "print('v1')\n"
+    assert not (snap / "planted.py").exists()
+    assert [r.what for r in got["repairs"]] == ["snapshot"]

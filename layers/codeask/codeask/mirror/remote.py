@@ -16,7 +16,7 @@ from codeask.errors import BadInput, DiskFull, RepoUnavailable, first_line
 from codeask.mirror import bare
 from codeask.mirror.ledger import Ledger, synced_at
 from codeask.mirror.lock import locked
-from codeask.mirror.refs import pick_ref
+from codeask.mirror.refs import TAG_PREFIX, pick_ref
 from codeask.mirror.result import OnRepair, Repair, StaleNote
 from codeask.mirror.source import Head, elapsed_ms, find_commit, open_repo
 from codeask.mirror.space import is_full
@@ -322,7 +322,7 @@ class RemoteMirror:
             if strict:
                 raise fail(f"cannot sync {spec.name} from {shown}: {why.reason}")
         state = ledger.read()
-        branch = why.branch or spec.branch or state.get("default_branch")
+        branch = why.branch or spec.branch or state.get("default_branch") or _only_branch(repo)
         sha = None
         if branch and repo is not None:
             try:
@@ -393,3 +393,15 @@ class RemoteMirror:
 
     def _reason(self, exc: BaseException) -> str:
         return first_line(exc).replace(self.spec.url, redact_url(self.spec.url))
+
+
+def _only_branch(repo: pygit2.Repository | None) -> str | None:
+    """The mirror's one branch, when the state that names the default one is lost: a mirror
+    synced only for its default branch holds no other."""
+    if repo is None:
+        return None
+    try:
+        names = [n for n in repo.branches.local if not n.startswith(TAG_PREFIX)]
+    except pygit2.GitError:
+        return None
+    return names[0] if len(names) == 1 else None
