@@ -123,6 +123,30 @@ def _ref(mdir: Path) -> Path:
     return mdir / "refs" / "heads" / "main"
 
 
+def _info(mdir: Path) -> Path:
+    (mdir / "objects" / "info").mkdir(exist_ok=True)
+    return mdir / "objects" / "info"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _include(mdir: Path, what: str) -> None:
+    """Make the config include another file: a FIFO beside it, or the path `what`."""
+    if what == "fifo":
+        os.mkfifo(mdir / "included")
+        what = "included"
+    with (mdir / "config").open("a") as f:
+        f.write(f"[include]\n\tpath = {what}\n")
+
+
+def _move_and_link(path: Path) -> None:
+    os.rename(path, path.with_name(path.name + "-moved"))
+    os.symlink(path.name + "-moved", path)
+
+
 MIRROR_DAMAGE: list[Damage] = [
     # packs
     Damage("pack deleted", lambda m: os.unlink(pack(m))),
@@ -208,7 +232,27 @@ MIRROR_DAMAGE: list[Damage] = [
     Damage("mirror is a file", lambda m: replace(m, "file", b"not a repository\n")),
     Damage("mirror is a dangling symlink", lambda m: replace(m, "link:/nonexistent/mirror")),
     Damage("mirror is a symlink elsewhere", lambda m: replace(m, f"link:{m.parent}")),
+    # files that make libgit2 read elsewhere, which no mirror has (a FIFO there would hang it)
+    Damage("alternates is a FIFO", lambda m: replace(_info(m) / "alternates", "fifo")),
+    Damage("alternates name the root", lambda m: (_info(m) / "alternates").write_text("/\n")),
+    Damage("commondir garbage", lambda m: (m / "commondir").write_text("/nonexistent\n")),
+    Damage("config includes a FIFO", lambda m: _include(m, "fifo")),
+    Damage("config includes a file elsewhere", lambda m: _include(m, "/etc/hostname")),
+    # symlinks where a file or folder belongs
+    Damage("HEAD links to /dev/zero", lambda m: replace(m / "HEAD", "link:/dev/zero")),
+    Damage("ref links elsewhere", lambda m: replace(_ref(m), "link:/etc/hostname")),
+    Damage("objects/pack is a symlink", lambda m: _move_and_link(m / "objects" / "pack")),
     # left over, harmless to a sync: nothing to rebuild, only the answer must be right
+    Damage(
+        "ref lock is a directory",
+        lambda m: replace(m / "refs/heads/main.lock", "dir"),
+        rebuilt=False,
+    ),
+    Damage(
+        "tracking ref garbage",
+        lambda m: _write(m / "refs" / "remotes" / "origin" / "main", "garbage\n"),
+        rebuilt=False,
+    ),
     Damage(
         "FETCH_HEAD garbage", lambda m: (m / "FETCH_HEAD").write_text("\x00garbage"), rebuilt=False
     ),

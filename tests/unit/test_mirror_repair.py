@@ -228,6 +228,7 @@ STATE_DAMAGE: dict[str, Callable[[Path], None]] = {
         '{"branches": {"main": {"sha": 1, "synced_at": []}}, "last_error": "boom"}\n'
     ),
     "not JSON": lambda p: p.write_text("{garbage\n"),
+    "arrays nested too deep to parse": lambda p: p.write_text("[" * 100_000),
     "empty": lambda p: p.write_text(""),
     "binary": lambda p: p.write_bytes(b"\xff\xfe\x00" * 100),
     "larger than any state": lambda p: p.write_text('{"pad": "' + "x" * (2 << 20) + '"}'),
@@ -368,7 +369,21 @@ SNAPSHOT_DAMAGE: dict[str, Callable[[Path], None]] = {
     "the marker deleted": lambda s: os.unlink(s.with_name(s.name + ".complete")),
     "the marker garbage": lambda s: s.with_name(s.name + ".complete").write_text("{garbage"),
     "the marker a FIFO": lambda s: replace(s.with_name(s.name + ".complete"), "fifo"),
+    "the marker nested too deep": lambda s: _marker(s, "[" * 60_000),
+    "the marker's count overflows": lambda s: _marker(
+        s, '{"entries": 1e400, "bytes": 1, "sample": []}'
+    ),
+    "the marker samples a NUL name": lambda s: _marker(s, sample=[["a\u0000b", 1]]),
+    "the marker samples outside": lambda s: _marker(s, sample=[["../../../../etc/hostname", 1]]),
 }
+
+
+def _marker(snap: Path, text: str | None = None, **changes: Any) -> None:
+    """Rewrite the snapshot's completion marker: with `text`, or as it was with `changes`."""
+    marker = snap.with_name(snap.name + ".complete")
+    if text is None:
+        text = json.dumps({**json.loads(marker.read_text()), **changes})
+    marker.write_text(text)
 
 
 def _writable(snap: Path, change: Callable[[], Any]) -> None:

@@ -28,6 +28,10 @@ _PACK_TEMP = re.compile(r"^(?:pack_git2_|tmp_pack_|tmp_idx_|tmp_rev_)")
 _PACK_FILE = re.compile(r"^pack-[0-9a-f]{40,64}\.(?:pack|idx|rev|keep|bitmap|mtimes|promisor)$")
 _HEAD = re.compile(rb"^(?:ref: refs/[^\x00-\x20]+|[0-9a-f]{40}|[0-9a-f]{64})\n?$")
 _HEAD_MAX = 512
+_CONFIG_MAX = 1 << 16
+_INCLUDE = re.compile(rb"(?im)^\s*\[\s*include")
+# Files that make libgit2 read another repository's objects or files; codeask never writes them.
+_FOREIGN = ("commondir", "objects/info/alternates", "objects/info/http-alternates")
 # A directory's entries (dev, inode) this process has checked the layout of.
 _checked: set[tuple[Path, int, int]] = set()
 
@@ -55,11 +59,7 @@ def open_mirror(mdir: Path) -> pygit2.Repository:
         st = os.stat(mdir)
         seen = (mdir, st.st_dev, st.st_ino)
         # libgit2 re-reads a config that changed, even through a handle it holds: checked always.
-        fault = (
-            _layout_fault(mdir)
-            if seen not in _checked
-            else _kind_fault(mdir, "config", stat.S_ISREG, "a regular file", True)
-        )
+        fault = _layout_fault(mdir) if seen not in _checked else _config_fault(mdir)
         if fault is not None:
             raise Damaged(fault)
         repo = open_repo(mdir)
@@ -94,13 +94,9 @@ def _layout_fault(mdir: Path) -> str | None:
     """What is wrong with the shape of the repository at `mdir`, if anything."""
     if not stat.S_ISDIR(os.lstat(mdir).st_mode):
         return "it is not a directory"
-    for name in ("HEAD", "config", "packed-refs", "shallow"):
-        fault = _kind_fault(mdir, name, stat.S_ISREG, "a regular file", name in ("HEAD", "config"))
-        if fault:
-            return fault
-    with open(mdir / "HEAD", "rb") as f:
-        if not _HEAD.match(f.read(_HEAD_MAX)):
-            return "HEAD holds neither a ref nor a commit"
+    fault = _files_fault(mdir)
+    if fault:
+        return fault
     for name in ("objects", "objects/pack", "refs", "refs/heads"):
         fault = _kind_fault(mdir, name, stat.S_ISDIR, "a directory", True)
         if fault:
@@ -108,9 +104,25 @@ def _layout_fault(mdir: Path) -> str | None:
     for entry in os.scandir(mdir / "objects" / "pack"):
         if not entry.is_file(follow_symlinks=False):
             return f"objects/pack/{entry.name} is not a regular file"
-    fault = _loose_fault(mdir / "objects")
-    if fault:
-        return fault
+    return _loose_fault(mdir / "objects") or _refs_fault(mdir)
+
+
+def _files_fault(mdir: Path) -> str | None:
+    """HEAD, the config and the other files at the top: of the right kind, and what they hold."""
+    for name in ("HEAD", "config", "packed-refs", "shallow"):
+        fault = _kind_fault(mdir, name, stat.S_ISREG, "a regular file", name in ("HEAD", "config"))
+        if fault:
+            return fault
+    with open(mdir / "HEAD", "rb") as f:
+        if not _HEAD.match(f.read(_HEAD_MAX)):
+            return "HEAD holds neither a ref nor a commit"
+    for name in _FOREIGN:
+        if os.path.lexists(mdir / name):
+            return f"it has {name}, which no mirror has"
+    return _config_fault(mdir)
+
+
+def _refs_fault(mdir: Path) -> str | None:
     for dirpath, dirnames, filenames in os.walk(mdir / "refs" / "heads"):
         for name in dirnames + filenames:
             path = os.path.join(dirpath, name)
@@ -155,6 +167,21 @@ def _inflates_whole(path: Path) -> bool:
         and size.isdigit()
         and int(size) == len(body)
     )
+
+
+def _config_fault(mdir: Path) -> str | None:
+    """What is wrong with the config: not a plain file, or one that reads other files (libgit2
+    follows an include, and one naming a FIFO hangs it). A mirror's config is init's few lines."""
+    fault = _kind_fault(mdir, "config", stat.S_ISREG, "a regular file", True)
+    if fault:
+        return fault
+    with open(mdir / "config", "rb") as f:
+        text = f.read(_CONFIG_MAX + 1)
+    if len(text) > _CONFIG_MAX:
+        return "config is larger than a mirror's"
+    if _INCLUDE.search(text):
+        return "config includes other files"
+    return None
 
 
 def _kind_fault(
@@ -244,11 +271,11 @@ def clean_leftovers(mdir: Path) -> int:
 
 
 def _unlink(path: Path) -> int:
-    try:
-        os.unlink(path)
-    except OSError:
+    """Remove a file, or a directory put where a file belongs; 1 if something went."""
+    if not os.path.lexists(path):
         return 0
-    return 1
+    remove_tree(path)
+    return 0 if os.path.lexists(path) else 1
 
 
 def _create(mdir: Path) -> None:

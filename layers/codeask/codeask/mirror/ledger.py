@@ -62,7 +62,7 @@ class Ledger:
             return {}, "larger than any state file"
         try:
             data = json.loads(raw.decode("utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
             return {}, "not JSON"
         state = _shaped(data)
         return state, None if state == data else "not the expected JSON shape"

@@ -178,7 +178,7 @@ class RemoteMirror:
                 return Head(str(sha), branch, fetched=fetched)
             except bare.Damaged as exc:
                 damaged = exc.reason
-            except pygit2.GitError as exc:
+            except (pygit2.GitError, OSError) as exc:  # libgit2 raises OSError for its own I/O
                 timings["fetch"] = elapsed_ms(mark)
                 if is_full(exc):
                     why = _Why(self._full_reason(), branch, full=True)
@@ -266,11 +266,16 @@ class RemoteMirror:
                 raise RepoUnavailable(
                     f"the mirror of {spec.name} is damaged: {exc.reason}"
                 ) from None
-            except pygit2.GitError as exc:
+            except (pygit2.GitError, OSError) as exc:
                 if is_full(exc):
                     raise DiskFull(
                         f"commit {sha[:12]} of {spec.name} could not be fetched: "
                         f"{self._full_reason()}"
+                    ) from None
+                if isinstance(exc, OSError):  # libgit2's own I/O in the mirror failed
+                    raise RepoUnavailable(
+                        f"commit {sha[:12]} could not be written into the mirror of {spec.name}: "
+                        f"{first_line(exc)}"
                     ) from None
                 raise BadInput(
                     f"commit {sha[:12]} could not be fetched from {redact_url(spec.url)} "
@@ -349,7 +354,7 @@ class RemoteMirror:
         """Run a fetch; if the disk is full, free what can be freed and run it once more."""
         try:
             return attempt()
-        except pygit2.GitError as exc:
+        except (pygit2.GitError, OSError) as exc:
             if not is_full(exc):
                 raise
             bare.clean_leftovers(self.mdir)

@@ -291,7 +291,9 @@ def _fault(target: Path, *, whole: bool) -> str | None:
             int(data["bytes"]),
             tuple((str(rel), int(size)) for rel, size in data["sample"]),
         )
-    except (ValueError, KeyError, TypeError):
+        if any(os.path.isabs(rel) or ".." in rel.split("/") for rel, _ in recorded.sample):
+            raise ValueError("a sample outside the snapshot")
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
         return "its completion marker is not what was written"
     try:
         if not stat.S_ISDIR(os.lstat(target).st_mode):
@@ -301,7 +303,7 @@ def _fault(target: Path, *, whole: bool) -> str | None:
     for rel, size in recorded.sample:
         try:
             st = os.lstat(os.path.join(target, rel))
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the name
             return f"{rel!r} is missing"
         if stat.S_ISREG(st.st_mode) and st.st_size != size:
             return f"{rel!r} has {st.st_size} bytes, not {size}"

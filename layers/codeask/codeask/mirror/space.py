@@ -16,9 +16,9 @@ _FULL_TEXT = tuple(os.strerror(e) for e in _FULL)
 
 def is_full(exc: BaseException) -> bool:
     """Whether `exc` says a disk (or a quota, or a filesystem's inodes) ran out."""
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError) and exc.errno is not None:
         return exc.errno in _FULL
-    if isinstance(exc, pygit2.GitError):
+    if isinstance(exc, (OSError, pygit2.GitError)):  # pygit2's OSError carries no errno
         return any(text in str(exc) for text in _FULL_TEXT)
     return False
 
