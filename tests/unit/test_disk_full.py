@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from codeask.denylist import DenyList
 from codeask.errors import DiskFull
 from codeask.mirror import MirrorStore, RepoSpec
+from codeask.mirror.space import is_full
 from conftest import GitWorkTree
 from fakes.disk import SmallDisk
 
@@ -158,3 +161,22 @@ def test_the_command_line_says_disk_full_in_one_line_and_exits_3(
         assert out == ""
         assert err.count("\n") == 1 and err.startswith("codeask: no space left under"), err
         assert "Traceback" not in err and "OSError" not in err
+
+
+@pytest.mark.parametrize(
+    ("exc", "full"),
+    [
+        (OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), True),
+        (OSError(errno.EDQUOT, os.strerror(errno.EDQUOT)), True),
+        # libgit2's I/O errors come through pygit2 as an OSError or GitError with text only
+        (OSError(f"failed to write pack: {os.strerror(errno.ENOSPC)}"), True),
+        (pygit2.GitError(f"write error: {os.strerror(errno.EDQUOT)}"), True),
+        (OSError(errno.EACCES, os.strerror(errno.EACCES)), False),
+        (OSError("failed to lock file 'x.lock' for writing"), False),
+        (pygit2.GitError("unexpected disconnect"), False),
+        (ValueError(os.strerror(errno.ENOSPC)), False),
+    ],
+    ids=str,
+)
+def test_a_full_disk_is_told_apart_from_other_failures(exc: BaseException, full: bool) -> None:
+    assert is_full(exc) is full
