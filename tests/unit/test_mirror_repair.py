@@ -415,3 +415,37 @@ def test_a_damaged_snapshot_is_written_again(
     assert got["app"] == "print('v1')\n"
     assert not (snap / "planted.py").exists()
     assert [r.what for r in got["repairs"]] == ["snapshot"]
+
+
+# ---- what the command line says -------------------------------------------------------------
+
+
+def test_the_command_line_says_on_stderr_what_it_rebuilt(
+    served: Served,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from codeask.cli import main
+
+    for name, value in {
+        "HOME": tmp_path / "home",
+        "MIRROR_ROOT": tmp_path / "mirrors",
+        "SNAPSHOT_ROOT": tmp_path / "snapshots",
+    }.items():
+        monkeypatch.setenv(name, str(value))
+    # Given a mirror the command line synced, whose HEAD was then overwritten
+    sync_in_child(tmp_path, served.url)
+    mdir = new_store(tmp_path, []).mirror_dir(RepoSpec.parse(served.url))
+    (mdir / "HEAD").write_text("garbage\n")
+
+    # When a tool is run on it, it answers (stdout is the tool's result alone), and stderr says
+    # in one line what was rebuilt and why
+    code = main(["tool", "list_files", "{}", "--repo", served.url])
+    out, err = capsys.readouterr()
+    assert code == 0 and "src/app.py" in out and "rebuilt" not in out
+    warnings = [line for line in err.splitlines() if "rebuilt" in line]
+    assert warnings == [
+        "⚠️ upstream: the mirror was damaged (HEAD holds neither a ref nor a commit) and has "
+        "been rebuilt"
+    ], err
