@@ -445,10 +445,84 @@ def test_a_definition_says_where_it_is_called_from(repo: Path) -> None:
     assert "  ↳ called from malloc/malloc.c:5 in void * __libc_malloc()" in block
     # a search for the name itself shows its callers already: no extra line
     assert "↳" not in search(repo, pattern="ptmalloc_init")
-    # no use at all is said too
+    # a name only mentioned (a comment, a prototype) is said to be only mentioned
     write(repo, "malloc/malloc.c", "int x;\n")
     text = search(repo, pattern=r"^ptmalloc_init \(")
+    assert (
+        "↳ no code calls or references `ptmalloc_init`; it is only mentioned (comments, docs, "
+        "declarations): include/malloc.h:1, malloc/hooks.c:1" in text
+    )
+    # and no line at all is said too
+    (repo / "malloc/hooks.c").unlink()
+    (repo / "include/malloc.h").unlink()
+    text = search(repo, pattern=r"^ptmalloc_init \(")
     assert "↳ no other line names `ptmalloc_init`" in text
+
+
+PYLINT_MESSAGES = """\
+def _write_message_page(messages_dict: MessagesDict) -> None:
+    \"\"\"Create or overwrite the file for each message.\"\"\"
+    for category, messages in messages_dict.items():
+        category_dir = _get_category_directory(category)
+        if not category_dir.exists():
+            category_dir.mkdir(parents=True, exist_ok=True)
+
+
+def build_messages_pages(app: Sphinx | None) -> None:
+    \"\"\"Overwrite messages files by printing the documentation to a stream.\"\"\"
+    linter = PyLinter()
+    messages, old_messages = _get_all_messages(linter)
+
+    # Write message and category pages
+    _write_message_page(messages)
+    _write_messages_list_page(messages, old_messages, deleted_messages)
+"""
+
+
+def test_a_caller_in_a_docs_directory_is_a_caller(repo: Path) -> None:
+    # Given pylint's shape: the docs are built by code under doc/exts/, where the only caller is
+    write(repo, "doc/exts/pylint_messages.py", PYLINT_MESSAGES)
+    write(repo, "doc/whatsnew/fragments/1.other", "Fix ``_write_message_page`` paths.\n")
+    text = search(repo, pattern="def _write_message_page")
+    # Then the call is named, never "no other line names it"
+    assert (
+        "  ↳ called from doc/exts/pylint_messages.py:15 in def build_messages_pages() "
+        "(2 lines name it in 2 files in all)" in text
+    )
+    assert "no other line" not in text and "only mentioned" not in text
+
+
+def test_a_lookup_that_read_less_than_everything_never_says_no_other_line(repo: Path) -> None:
+    # Given a function whose only call sits past column 300 of a long line (rg cuts such a line)
+    write(repo, "src/flush.c", "int\nflush_all (void)\n{\n  return 0;\n}\n")
+    write(repo, "src/table.c", "int (*t[])(void) = {" + "noop, " * 60 + "flush_all};\n")
+    text = search(repo, pattern=r"^flush_all \(")
+    # Then the result says nothing about its uses rather than something false
+    assert "flush_all (void)" in text and "↳" not in text
+    # and the same for a use in a file over the search's size limit
+    write(repo, "src/table.c", "int x;\n")
+    write(repo, "src/big.c", "/* big */\n" + "int pad;\n" * 200 + "int y = flush_all ();\n")
+    tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))), large_file_bytes=1000)
+    text = tb.run("search_code", {"pattern": r"^flush_all \("}).text
+    assert "flush_all (void)" in text and "↳" not in text
+
+
+def test_a_common_name_filling_the_lookup_does_not_hide_a_rare_ones_caller(repo: Path) -> None:
+    # Given two definitions found together: one named on 500 lines, one called once
+    write(
+        repo,
+        "src/defs.py",
+        "def log_event(x):\n    return x\n\n\ndef rare_hook(y):\n    return y\n",
+    )
+    for i in range(10):
+        write(repo, f"src/use{i}.py", "".join(f"log_event({j})\n" for j in range(50)))
+    write(repo, "zz/late.py", "def go():\n    rare_hook(1)\n")
+    text = search(repo, pattern=r"def (log_event|rare_hook)")
+    # Then the rare one's caller is named, and the common one says its count is a floor
+    assert "↳ called from zz/late.py:2 in def go()" in text
+    assert re.search(
+        r"↳ called from src/use\d\.py:1, .* \(\d+\+ lines name it in \d+\+ files", text
+    )
 
 
 # -- few hits, previews ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ NEAR_CAP = 200  # per word of a pattern that found nothing
 NEAR_WORDS = 4
 USES_CAP = 400  # lines read for the uses of up to three definitions
 USE_SITES = 3  # uses named per definition
-USE_CANDIDATES = 6  # read by the parser to find them (a line inside a block comment is no use)
+USE_CANDIDATES = 8  # read by the parser to find them (a line inside a block comment is no use)
 EXAMPLE_FILES = 3
 SAMPLE_CHARS = 120
 
@@ -140,88 +140,150 @@ class Use:
 
 @dataclass
 class Uses:
+    """The lines of a snapshot that name a definition, its own line apart: code that uses it
+    (calls and references, best first), and the lines that only mention it (comments, prose,
+    declarations, other definitions of the name)."""
+
     name: str
     sites: list[Use]
-    total: int
+    mentions: list[Use]
+    total: int  # lines naming it, the definition's own line not counted
     files: int
-    capped: bool
+    complete: bool  # every line of the snapshot naming it was read and understood
 
-    def describe(self) -> str:
-        if not self.sites:
+    def describe(self, shown: list[Use]) -> str | None:
+        """The line under the definition, naming the `shown` sites; None when nothing can be
+        said for sure. "No other line" is said only when the lookup read every line there is:
+        a lookup stopped at its cap or its deadline, or a line it could not read, says less."""
+        if shown:
+            calls = [u.where for u in shown if u.call]
+            refs = [u.where for u in shown if not u.call]
+            parts = []
+            if calls:
+                parts.append("called from " + ", ".join(calls))
+            if refs:
+                parts.append("referenced at " + ", ".join(refs))
+            s = "; ".join(parts)
+            if self.total > len(shown):
+                s += f" ({self._count()} in all)"
+            return "↳ " + s
+        if self.sites or not self.complete:
+            return None  # uses not shown, or not all read: nothing is certain enough to say
+        if self.mentions:
+            where = ", ".join(u.where for u in self.mentions[:MENTIONS_NAMED])
             return (
-                f"↳ no other line names `{self.name}` (used through a pointer, a macro or a table?)"
+                f"↳ no code calls or references `{self.name}`; it is only mentioned "
+                f"(comments, docs, declarations): {where}"
+                + (f" ({self._count()} in all)" if self.total > MENTIONS_NAMED else "")
             )
-        calls = [u.where for u in self.sites if u.call]
-        refs = [u.where for u in self.sites if not u.call]
-        parts = []
-        if calls:
-            parts.append("called from " + ", ".join(calls))
-        if refs:
-            parts.append("referenced at " + ", ".join(refs))
-        s = "; ".join(parts)
-        if self.total > len(self.sites):
-            plus = "+" if self.capped else ""
-            fs = "" if self.files == 1 else "s"
-            s += f" ({self.total}{plus} uses in {self.files}{plus} file{fs} in all)"
-        return "↳ " + s
+        return f"↳ no other line names `{self.name}` (used through a pointer, a macro or a table?)"
+
+    def _count(self) -> str:
+        plus = "" if self.complete else "+"
+        ls = "" if self.total == 1 else "s"
+        fs = "" if self.files == 1 else "s"
+        return f"{self.total}{plus} line{ls} name it in {self.files}{plus} file{fs}"
+
+
+MENTIONS_NAMED = 2
 
 
 def uses_pattern(name: str) -> str:
-    if re.fullmatch(r"\w+", name):
-        return rf"\b{re.escape(name)}\b"
-    return re.escape(f'"{name}"')  # a template's name is used quoted: include "x.y"
+    """How rg finds a name: as a word (`\\b` only beside word characters, so `$http` is found
+    too), or quoted for a template's dotted name (`include "redis.image"`)."""
+    if re.fullmatch(r"[\w$]+", name):
+        head = r"\b" if re.match(r"\w", name) else ""
+        tail = r"\b" if re.search(r"\w$", name) else ""
+        return head + re.escape(name) + tail
+    return re.escape(f'"{name}"')
 
 
 def find_uses(
     lookup: Lookup, definitions: list[tuple[str, str, int]]
 ) -> dict[tuple[str, int], Uses]:
-    """For (name, path, line) definitions, the best few places that use each name, with one rg
-    over the snapshot for all the names together (capped)."""
+    """For (name, path, line) definitions, the lines of the snapshot naming each, split into
+    uses and mentions: one rg for all the names together (capped), then, if the cap was hit,
+    one more for the names it found no use of (a common name may have filled the cap)."""
     names = list(dict.fromkeys(name for name, _, _ in definitions))
     if not names:
         return {}
     patterns = {n: re.compile(uses_pattern(n)) for n in names}
-    matches, capped = lookup("|".join(uses_pattern(n) for n in names), False, USES_CAP)
+    per_name, complete = _lines_naming(lookup, names, patterns)
+    if not all(complete.values()):
+        again = [n for n in names if not any(_is_site(m, n) for m in per_name[n])]
+        if 0 < len(again) < len(names):
+            more, more_complete = _lines_naming(lookup, again, patterns)
+            per_name.update(more)
+            complete.update(more_complete)
     out: dict[tuple[str, int], Uses] = {}
     for name, path, line in definitions:
-        rx = patterns[name]
-        found = [
-            u
-            for m in matches
-            if rx.search(m.text) and (m.path, m.line) != (path, line)
-            for u in [_use(m, name)]
-            if u is not None
-        ]
-        found.sort(key=lambda u: (-u.score, u.path, u.line))
-        files = len({u.path for u in found})
-        out[(path, line)] = Uses(name, found[:USE_CANDIDATES], len(found), files, capped)
+        sites: list[Use] = []
+        mentions: list[Use] = []
+        files: set[str] = set()
+        for m in per_name[name]:
+            if (m.path, m.line) == (path, line):
+                continue
+            files.add(m.path)
+            use = _use(m, name)
+            (sites if use.score > 0 else mentions).append(use)
+        sites.sort(key=lambda u: (-u.score, u.path, u.line))
+        mentions.sort(key=lambda u: (language_of(u.path) is None, u.path, u.line))
+        total = len(sites) + len(mentions)
+        out[(path, line)] = Uses(name, sites, mentions, total, len(files), complete[name])
     return out
+
+
+def _lines_naming(
+    lookup: Lookup, names: list[str], patterns: dict[str, re.Pattern[str]]
+) -> tuple[dict[str, list[RawMatch]], dict[str, bool]]:
+    """Each name's lines from one rg run, and whether that run read them all. A line rg cut
+    short (a minified bundle) that none of the names is seen on could be any name's."""
+    try:
+        matches, capped = lookup("|".join(uses_pattern(n) for n in names), False, USES_CAP)
+    except Exception:  # noqa: BLE001 - a lookup that fails says nothing, never "no other line"
+        return {n: [] for n in names}, dict.fromkeys(names, False)
+    per_name: dict[str, list[RawMatch]] = {n: [] for n in names}
+    unread = False
+    for m in matches:
+        named = [n for n in names if patterns[n].search(m.text)]
+        unread = unread or not named
+        for n in named:
+            per_name[n].append(m)
+    return per_name, dict.fromkeys(names, not capped and not unread)
 
 
 _DEFINES = r"def|class|function|func|fn|struct|enum|union|interface|type|#\s*define|define|block"
 
 
-def _use(m: RawMatch, name: str) -> Use | None:
-    """One line naming a definition, as a use worth showing (None for comments and other definitions)."""
+def _is_site(m: RawMatch, name: str) -> bool:
+    return _use(m, name).score > 0
+
+
+def _use(m: RawMatch, name: str) -> Use:
+    """One line naming a definition: a use in code (score > 0, calls first) or a mention (score
+    0: a comment, prose, a generated list, a declaration or another definition of the name)."""
     text = m.text
     language = language_of(m.path)
-    weight = KIND_WEIGHT[file_kind(m.path)]
-    if weight < KIND_WEIGHT["test"] or _comment(m):
-        return None  # docs, change logs, generated lists: counted, not named
+    use = Use(m.path, m.line, text.strip(), False, 0.0)
+    if (language is None and file_kind(m.path) != "source") or _comment(m):
+        return use  # change logs, manuals, ABI lists, comments: they name it, they do not use it
     escaped = re.escape(name)
     if re.search(rf"(^|\s|\{{\{{-?\s*)({_DEFINES})\s+\"?{escaped}\b", text):
-        return None  # another definition of the same name
+        return use  # another definition of the same name
     if language in ("c", "cpp") and re.match(
         rf"(extern\s+)?(\w[\w\s*]*[\s*])?{escaped}\s*\(", text
     ):
-        return None  # at column 0 in C: a definition (GNU style) or a prototype, not a call
-    call = re.search(rf"{escaped}\"?\s*\(", text) is not None or bool(
+        return use  # at column 0 in C: a definition (GNU style) or a prototype, not a call
+    use.call = re.search(rf"{escaped}\"?\s*\(", text) is not None or bool(
         re.search(rf"\b(include|template)\s+\"{escaped}\"", text)
     )
-    score = weight * (2.0 if call else 1.0)
+    # a use in a docs, vendored or generated file still counts (pylint builds its docs with
+    # code under doc/exts/), ranked after the code's own
+    score = KIND_WEIGHT[file_kind(m.path)] * (2.0 if use.call else 1.0)
     if m.path.endswith((".h", ".hpp", ".pyi", ".d.ts")):
         score *= 0.5  # a declaration says less than a use
-    return Use(m.path, m.line, text.strip(), call, score)
+    use.score = score
+    return use
 
 
 # -- several repositories searched together --------------------------------------------------------

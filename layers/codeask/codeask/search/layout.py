@@ -315,14 +315,17 @@ class Layout:
         return chosen, future
 
     def _show_uses(self, chosen: list[tuple[ShownFile, Hit, str]], future: Future[Any]) -> None:
-        found: dict[tuple[str, int], elsewhere.Uses] = future.result()
+        try:
+            found: dict[tuple[str, int], elsewhere.Uses] = future.result()
+        except Exception:  # noqa: BLE001 - uses are a note: without them the result says less
+            return
         parsed: set[str] = set()
         for f, h, _name in chosen:
             uses = found.get((f.fh.path, h.line))
             if uses is None or h not in f.full:
                 continue
             kept: list[elsewhere.Use] = []
-            for use in uses.sites:
+            for use in uses.sites[: elsewhere.USE_CANDIDATES]:
                 if len(kept) == elsewhere.USE_SITES:
                     break
                 if use.path in parsed or (
@@ -331,12 +334,14 @@ class Layout:
                     parsed.add(use.path)
                     scope, kind = self._scope_of(use.path, use.line, uses.name)
                     if kind == "comment":
-                        uses.total -= 1
-                        continue  # inside a block comment, which the line alone did not show
+                        uses.mentions.append(use)  # inside a block comment: a mention
+                        continue
                     use.scope = scope
                 kept.append(use)
-            uses.sites = kept
-            f.uses[h.line] = uses.describe()
+            uses.sites = [u for u in uses.sites if u not in uses.mentions]
+            said = uses.describe(kept)
+            if said is not None:
+                f.uses[h.line] = said
 
     def _names_used(self) -> set[str]:
         """Names the result already shows used (a search for the name itself has its callers)."""
