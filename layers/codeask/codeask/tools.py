@@ -156,6 +156,9 @@ class Toolbox:
         self.calls: list[ToolCall] = []
         self.searches: list[str] = []
         self._lines_cache: dict[str, list[str] | None] = {}
+        # rows already shown to the model by path (search results, reads): a search does not
+        # print a long body again
+        self.shown_rows: dict[str, set[int]] = {}
         self.tools: dict[str, Tool] = {
             t.name: t
             for t in (
@@ -428,7 +431,7 @@ class Toolbox:
         large = o.large_note()
         if not o.files:
             return no_matches(o)
-        text = render(o, FileSource(self.lines, self._syntax_key))
+        text = render(o, FileSource(self.lines, self._syntax_key, self.shown_rows))
         return f"{text}\n\n{large}" if large else text
 
     def _syntax_key(self, rel: str) -> tuple[str, str]:
@@ -496,6 +499,7 @@ class Toolbox:
             size += len(row) + 1
             last = n
         sha = self.snapshot.locate(rel)[0].short_sha
+        self.shown_rows.setdefault(rel, set()).update(range(start, last + 1))
         head = f"{shown} lines {start}-{last} of {total} at {sha}{note}"
         foot = ""
         if last < wanted_end:

@@ -131,11 +131,13 @@ class Use:
     call: bool
     score: float
     scope: str = ""
+    guard: str = ""  # the condition a call is under: `if self.config.jobs > 1:`
 
     @property
     def where(self) -> str:
         where = f"{display_path(self.path)}:{self.line}"
-        return where + (f" in {self.scope}" if self.scope else "")
+        where += f" in {self.scope}" if self.scope else ""
+        return where + (f" under `{self.guard}`" if self.guard else "")
 
 
 @dataclass
@@ -151,10 +153,12 @@ class Uses:
     files: int
     complete: bool  # every line of the snapshot naming it was read and understood
 
-    def describe(self, shown: list[Use]) -> str | None:
+    def describe(self, shown: list[Use], *, enclosing: bool = False) -> str | None:
         """The line under the definition, naming the `shown` sites; None when nothing can be
         said for sure. "No other line" is said only when the lookup read every line there is:
-        a lookup stopped at its cap or its deadline, or a line it could not read, says less."""
+        a lookup stopped at its cap or its deadline, or a line it could not read, says less.
+        `enclosing`: the line is under a hit inside the definition, which it names first."""
+        which = f"`{self.name}`, which this is in, is " if enclosing else ""
         if shown:
             calls = [u.where for u in shown if u.call]
             refs = [u.where for u in shown if not u.call]
@@ -166,17 +170,33 @@ class Uses:
             s = "; ".join(parts)
             if self.total > len(shown):
                 s += f" ({self._count()} in all)"
-            return "↳ " + s
+            return "↳ " + which + s
         if self.sites or not self.complete:
             return None  # uses not shown, or not all read: nothing is certain enough to say
         if self.mentions:
             where = ", ".join(u.where for u in self.mentions[:MENTIONS_NAMED])
-            return (
-                f"↳ no code calls or references `{self.name}`; it is only mentioned "
-                f"(comments, docs, declarations): {where}"
-                + (f" ({self._count()} in all)" if self.total > MENTIONS_NAMED else "")
+            said = (
+                which + "only mentioned"
+                if enclosing
+                else (f"no code calls or references `{self.name}`; it is only mentioned")
             )
-        return f"↳ no other line names `{self.name}` (used through a pointer, a macro or a table?)"
+            return f"↳ {said} (comments, docs, declarations): {where}" + (
+                f" ({self._count()} in all)" if self.total > MENTIONS_NAMED else ""
+            )
+        which = " (which this is in)" if enclosing else ""
+        return (
+            f"↳ no other line names `{self.name}`{which}: used through a pointer, a macro or a "
+            "table?"
+        )
+
+    def merge(self, other: Uses) -> None:
+        """Another name of the same definition (a C alias): its lines join these."""
+        self.name = f"{self.name}` or `{other.name}"
+        self.sites = sorted(self.sites + other.sites, key=lambda u: (-u.score, u.path, u.line))
+        self.mentions += other.mentions
+        self.total += other.total
+        self.files += other.files
+        self.complete = self.complete and other.complete
 
     def _count(self) -> str:
         plus = "" if self.complete else "+"
@@ -200,7 +220,7 @@ def uses_pattern(name: str) -> str:
 
 def find_uses(
     lookup: Lookup, definitions: list[tuple[str, str, int]]
-) -> dict[tuple[str, int], Uses]:
+) -> dict[tuple[str, str, int], Uses]:
     """For (name, path, line) definitions, the lines of the snapshot naming each, split into
     uses and mentions: one rg for all the names together (capped), then, if the cap was hit,
     one more for the names it found no use of (a common name may have filled the cap)."""
@@ -215,7 +235,7 @@ def find_uses(
             more, more_complete = _lines_naming(lookup, again, patterns)
             per_name.update(more)
             complete.update(more_complete)
-    out: dict[tuple[str, int], Uses] = {}
+    out: dict[tuple[str, str, int], Uses] = {}
     for name, path, line in definitions:
         sites: list[Use] = []
         mentions: list[Use] = []
@@ -229,7 +249,7 @@ def find_uses(
         sites.sort(key=lambda u: (-u.score, u.path, u.line))
         mentions.sort(key=lambda u: (language_of(u.path) is None, u.path, u.line))
         total = len(sites) + len(mentions)
-        out[(path, line)] = Uses(name, sites, mentions, total, len(files), complete[name])
+        out[(name, path, line)] = Uses(name, sites, mentions, total, len(files), complete[name])
     return out
 
 
@@ -280,8 +300,8 @@ def _use(m: RawMatch, name: str) -> Use:
     # a use in a docs, vendored or generated file still counts (pylint builds its docs with
     # code under doc/exts/), ranked after the code's own
     score = KIND_WEIGHT[file_kind(m.path)] * (2.0 if use.call else 1.0)
-    if m.path.endswith((".h", ".hpp", ".pyi", ".d.ts")):
-        score *= 0.5  # a declaration says less than a use
+    if m.path.endswith((".h", ".hpp", ".pyi", ".d.ts")) or language is None:
+        score *= 0.5  # a declaration says less than a use; a data file less than code
     use.score = score
     return use
 
