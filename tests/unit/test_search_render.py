@@ -190,6 +190,70 @@ def test_licence_headers_rank_last(repo: Path) -> None:
     assert text.index("z_code.py") < text.index("a_licensed.py")
 
 
+GLIBC_HEADER = (
+    "/* {what}\n"
+    "   Copyright (C) {years} Free Software Foundation, Inc.\n"
+    "   This file is part of the GNU C Library.\n\n"
+    "   The GNU C Library is free software; you can redistribute it and/or\n"
+    "   modify it under the terms of the GNU Lesser General Public\n"
+    "   License as published by the Free Software Foundation; either\n"
+    "   version 2.1 of the License, or (at your option) any later version.  */\n\n"
+)
+
+
+def test_a_licence_header_in_many_files_is_shown_once_with_a_count(repo: Path) -> None:
+    # Given glibc's header (the years differ) in twelve C files, and one program printing it
+    for i in range(12):
+        header = GLIBC_HEADER.format(what=f"Part {i}.", years=f"{1990 + i}-2026")
+        write(repo, f"malloc/part{i}.c", header + f"int part{i} (void) {{ return {i}; }}\n")
+    write(repo, "elf/ldd.bash.in", (
+        "case $1 in\n  --vers | --versi | --versio | --version)\n"
+        "    printf $\"Copyright (C) %s Free Software Foundation, Inc.\n\" \"2026\"\n"
+        "    exit 0 ;;\nesac\n"
+    ))  # fmt: skip
+    text = search(repo, pattern="Free Software Foundation")
+    # Then the program's line is shown, each header line once, the rest folded with a count
+    head = text.splitlines()[0]
+    assert head.startswith("25 matches in 13 files for `Free Software Foundation`; complete")
+    assert "(22 repeats of a shown line folded)" in head
+    assert len(hit_rows(text)) == 3
+    assert "elf/ldd.bash.in" in text.split("\n\n", 1)[1].splitlines()[0]
+    folded = [ln for ln in text.splitlines() if ln.startswith("Folded: ")]
+    assert len(folded) == 2 and all(
+        "the same line in 11 more files: malloc/part" in f for f in folded
+    )
+    # a code line alike in many files is not a licence header: every one is shown
+    for i in range(4):
+        write(repo, f"io/f{i}.c", "int\nf (void)\n{\n  return ptmalloc_init (0);\n}\n")
+    text = search(repo, pattern="ptmalloc_init")
+    assert len(hit_rows(text)) == 4 and "Folded" not in text
+
+
+def test_a_sentence_repeated_under_many_keys_is_shown_once_with_their_rows(repo: Path) -> None:
+    # Given kafka's values.yaml: the same sentence in the comment of six parameters
+    params = ("loadBalancerIPs", "loadBalancerNames", "loadBalancerAnnotations", "nodePorts",
+              "externalIPs", "domain")  # fmt: skip
+    body = "externalAccess:\n  controller:\n    service:\n"
+    for p in params:
+        body += (
+            f"      ## @param externalAccess.controller.service.{p} Array of {p} for each "
+            f"Kafka broker. Length must be the same as replicaCount\n      {p}: []\n"
+        )
+    write(repo, "bitnami/kafka/values.yaml", body)
+    text = search(repo, pattern="Length must be the same as replicaCount")
+    # Then the first is shown with its key, the others are one line naming their rows
+    assert "bitnami/kafka/values.yaml [config] — 6 matches" in text
+    assert len(hit_rows(text)) == 1
+    assert "  ↳ 5 more lines read the same around the match: 6, 8, 10, 12, 14" in text
+    assert "(5 repeats of a shown line folded)" in text.splitlines()[0]
+    # sentences that differ around the match are folded apart
+    write(repo, "bitnami/kafka/values.yaml", body.replace("Length must", "Its length must", 3))
+    text = search(repo, pattern="ength must be the same as replicaCount")
+    assert [r.split()[1] for r in hit_rows(text)] == ["4", "10"]
+    assert "  ↳ 2 more lines read the same around the match: 6, 8" in text
+    assert "  ↳ 2 more lines read the same around the match: 12, 14" in text
+
+
 def test_within_a_file_code_comes_before_comments_and_docstrings(repo: Path) -> None:
     comments = "".join(f"/* binary search note {i}: {'w' * 300} */\n" for i in range(40))
     code = "".join(f"int f{i}(void) {{ return binary_search(t, {i}); }}\n" for i in range(8))
@@ -334,15 +398,23 @@ def test_change_logs_and_abi_lists_rank_below_code_and_take_little_room(repo: Pa
         "  return result;\n}\n"
     ))  # fmt: skip
     text = search(repo, pattern="_IO_flush_all")
-    # Then the C caller comes first, and the change log shows three entries in full (two with a
-    # line or two around them), the rest as previews or counts
+    # Then the C caller comes first; the change log's entries, alike around the name, are one
+    # line with the rows of the others; the same ABI line in three lists is shown once
     assert text.index("libio/genops.c —") < text.index("ChangeLog.old/ChangeLog.18 [docs]")
     assert text.index("libio/genops.c —") < text.index("libc.abilist [generated]")
     log = text.split("ChangeLog.old/ChangeLog.18 [docs]", 1)[1].split("\n\n", 1)[0]
-    full, previews = log.split("  more in this file, one line each:")
-    assert len([ln for ln in full.splitlines() if re.match(r"^> +\d+  ", ln)]) == 3
-    assert len(previews.strip().splitlines()) > 10
-    assert len(re.findall(r"^   +\d+  ", full, re.M)) <= 4  # context rows
+    assert len([ln for ln in log.splitlines() if re.match(r"^> +\d+  ", ln)]) == 1
+    assert (
+        "  ↳ 29 more lines read the same around the match: 7, 11, 15, 19, 23, 27, 31, 35 "
+        "and 21 more" in log
+    )
+    assert text.count("libc.abilist [generated] — 1 match") == 1
+    assert (
+        "Folded: `GLIBC_2.17 _IO_flush_all F` is shown once; the same line in 2 more files: "
+        "sysdeps/unix/sysv/linux/riscv/libc.abilist:1, sysdeps/unix/sysv/linux/x86_64/libc.abilist:1."
+        in text
+    )
+    assert "31 repeats of a shown line folded" in text.splitlines()[0]
 
 
 # -- C macros --------------------------------------------------------------------------------------
@@ -392,10 +464,16 @@ def test_a_filtered_search_counts_and_names_what_its_filter_left_out(repo: Path)
     ))  # fmt: skip
     write(repo, "ChangeLog", "\t* malloc/arena.c (ptmalloc_init): Likewise.\n" * 3)
     text = search(repo, pattern="ptmalloc_init", path="malloc")
-    # Then the header says how many more there are outside, code first
-    assert (
-        "Outside malloc/: 4 matches in 2 files: elf/libc_early_init.c (1), ChangeLog (3)." in text
-    )
+    # Then the header says how many more there are outside, code first, and as they are a few,
+    # shows each of them
+    outside = text.split("Outside malloc/: ", 1)[1].splitlines()
+    assert outside[:5] == [
+        "4 matches in 2 files: elf/libc_early_init.c (1), ChangeLog (3).",
+        "  elf/libc_early_init.c:4  call_function_static_weak (ptmalloc_init);",
+        "  ChangeLog:1  * malloc/arena.c (ptmalloc_init): Likewise.",
+        "  ChangeLog:2  * malloc/arena.c (ptmalloc_init): Likewise.",
+        "  ChangeLog:3  * malloc/arena.c (ptmalloc_init): Likewise.",
+    ]
     text = search(repo, pattern="ptmalloc_init", glob="*.h")
     assert text.splitlines()[:2] == [
         "No matches for `ptmalloc_init` in *.h.",
@@ -404,6 +482,19 @@ def test_a_filtered_search_counts_and_names_what_its_filter_left_out(repo: Path)
     ]
     # an unfiltered search has nothing outside
     assert "Outside" not in search(repo, pattern="ptmalloc_init")
+    # many matches in a few files: one line from each, code first
+    write(repo, "ChangeLog", "\t* malloc/arena.c (ptmalloc_init): Likewise.\n" * 12)
+    text = search(repo, pattern="ptmalloc_init", path="malloc")
+    assert text.split("Outside malloc/: ", 1)[1].splitlines()[:3] == [
+        "13 matches in 2 files: elf/libc_early_init.c (1), ChangeLog (12).",
+        "  elf/libc_early_init.c:4  call_function_static_weak (ptmalloc_init);",
+        "  ChangeLog:1  * malloc/arena.c (ptmalloc_init): Likewise.",
+    ]
+    # in more files than a few, only the counts
+    for d in ("io", "nptl"):
+        write(repo, f"{d}/x.c", "void f (void) { ptmalloc_init (); }\n")
+    text = search(repo, pattern="ptmalloc_init", path="malloc")
+    assert not re.search(r"^  \S+:\d+  ", text.split("Outside malloc/: ", 1)[1], re.M)
 
 
 def test_no_matches_says_how_often_each_word_of_the_pattern_occurs_alone(repo: Path) -> None:

@@ -20,6 +20,8 @@ USES_CAP = 400  # lines read for the uses of up to three definitions
 USE_SITES = 3  # uses named per definition
 USE_CANDIDATES = 8  # read by the parser to find them (a line inside a block comment is no use)
 EXAMPLE_FILES = 3
+FEW_FILES = 3  # matches in this few files show a line from each ...
+FEW_LINES = 6  # ... and this few matches show every one
 SAMPLE_CHARS = 120
 
 # rg over the whole snapshot (no path or glob, the deny-list kept): pattern, ignore case, cap.
@@ -36,6 +38,23 @@ class Tally:
     examples: list[tuple[str, int]] = field(default_factory=list)  # (path, matches), best first
     word: str = ""
     sample: str = ""  # a line of the best file, as it reads
+    # each example's best line, or every line of a few matches: (path, line, text)
+    firsts: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def each_file(self) -> list[str]:
+        """When the matches are in a few files: one line from each (`path:line  text`), every
+        line when there are only a few, so a lone call site outside the filter reads without
+        another search."""
+        if (
+            self.capped
+            or self.files > FEW_FILES
+            or len({p for p, _, _ in self.firsts}) < self.files
+        ):
+            return []
+        return [
+            f"  {display_path(p)}:{n}  {' '.join(t.split())[:SAMPLE_CHARS]}"
+            for p, n, t in self.firsts
+        ]
 
     def describe(self, *, where: bool = True) -> str:
         plus = "+" if self.capped else ""
@@ -75,7 +94,15 @@ def tally(matches: list[RawMatch], capped: bool, word: str = "") -> Tally:
         None,
     )
     text = " ".join(sample.text.split())[:SAMPLE_CHARS] if sample is not None else ""
-    return Tally(len(matches), len(per_file), capped, best[:EXAMPLE_FILES], word, text)
+    firsts = []
+    for path, _ in best[:EXAMPLE_FILES]:
+        mine = sorted((m for m in matches if m.path == path), key=lambda m: m.line)
+        if len(matches) > FEW_LINES:
+            mine = [
+                next((m for m in mine if not _comment(m) and (rx is None or standing(m))), mine[0])
+            ]
+        firsts += [(m.path, m.line, m.text) for m in mine]
+    return Tally(len(matches), len(per_file), capped, best[:EXAMPLE_FILES], word, text, firsts)
 
 
 def outside(
@@ -317,13 +344,21 @@ def merged(tallies: list[tuple[str, Tally | None]]) -> Tally | None:
     examples = [(f"{repo}/{p}", n) for repo, t in found for p, n in t.examples]
     examples.sort(key=lambda pn: -KIND_WEIGHT[file_kind(pn[0])])
     best = next((t for _, t in found if t.matches), found[0][1])
+    firsts = [(f"{repo}/{p}", n, text) for repo, t in found for p, n, text in t.firsts]
+    firsts.sort(key=lambda pnt: -KIND_WEIGHT[file_kind(pnt[0])])
+    total = sum(t.matches for _, t in found)
+    paths = list(dict.fromkeys(p for p, _, _ in firsts))[:EXAMPLE_FILES]
+    if total > FEW_LINES:  # one line a file, as tally() keeps when the matches are many
+        firsts = [next(pnt for pnt in firsts if pnt[0] == p) for p in paths]
+    firsts = [pnt for pnt in firsts if pnt[0] in paths]
     return Tally(
-        sum(t.matches for _, t in found),
+        total,
         sum(t.files for _, t in found),
         any(t.capped for _, t in found),
         examples[:EXAMPLE_FILES],
         found[0][1].word,
         best.sample,
+        firsts,
     )
 
 

@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeask.search import elsewhere
+from codeask.search import elsewhere, repeats
 from codeask.search.filekinds import file_kind, language_of, refine_language, says_generated
 from codeask.search.patterns import is_identifier
 from codeask.search.query import FileHits, Hit, SearchOutcome
@@ -209,7 +209,15 @@ class Layout:
                     f.hits = [h for h in f.hits if h not in longer]
                     f.rescore()
             files = sorted((f for f in files if f.hits), key=lambda f: (-f.score, f.path))
+        # The same licence line in a hundred files, the same sentence under ten parameters:
+        # one is shown, the rest are counted with it.
+        files, self.repeated = repeats.fold_across(files)
         self.files = [ShownFile(f) for f in files]
+        for sf in self.files:
+            sf.same = repeats.fold_within(sf.fh)
+        self.folded = sum(len(r.where) for r in self.repeated) + sum(
+            len(rows) for sf in self.files for rows in sf.same.values()
+        )
         self.write: Callable[[], str] = lambda: ""
         self._text = ""
         self.few = False

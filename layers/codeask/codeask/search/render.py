@@ -27,6 +27,7 @@ MARKS = {
     "comment": "#",
 }
 SAME_ROWS_NAMED = 8
+REPEATS_NAMED = 3
 LEGEND = "D definition · = sets a value · > code · I import · S string · # comment"
 
 
@@ -55,14 +56,14 @@ class Writer:
                 scope = f.short_label(h)
                 text += f"  — in {scope}" if scope else ""
                 out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {text}")
-        counted = n - len(f.full) - len(f.preview) - sum(map(len, f.same.values()))
+        counted = n - len(f.full) - len(f.preview)
         if counted:
             out.append(f"  … and {counted} more in this file (not shown)")
         return "\n".join(out)
 
     @staticmethod
     def _file_head(f: ShownFile) -> str:
-        n = len(f.fh.hits)
+        n = len(f.fh.hits) + sum(map(len, f.same.values()))
         kind = "" if f.fh.kind == "source" else f" [{f.fh.kind}]"
         # a file's count is of the pattern's own case; other spellings are counted apart
         other_case = sum(1 for h in f.fh.hits if not h.exact_case)
@@ -139,13 +140,17 @@ class Writer:
             head += " (the search timed out: results are partial)"
         elif o.stopped_early:
             head += " (the search stopped at its cap: there are more)"
-        counted = total - inside - full - previews
+        folded = self.layout.folded
+        counted = total - inside - folded - full - previews
         if not counted and not inside and not o.stopped_early and not o.timed_out:
-            head += "; complete: every match is shown, ranked."
+            head += "; complete: every match is shown, ranked"
+            head += f" ({folded} repeats of a shown line folded)." if folded else "."
         else:
             parts = [f"{full} shown with context"]
             if previews:
                 parts.append(f"{previews} as one-line previews")
+            if folded:
+                parts.append(f"{folded} repeats of a shown line folded")
             if counted:
                 parts.append(f"{counted} only counted")
             head += f"; {', '.join(parts)} (ranked: definitions and code first)."
@@ -170,8 +175,16 @@ class Writer:
             lines.append(note)
         if inside:
             lines.append(self._inside_note(inside))
+        for r in self.layout.repeated[:REPEATS_NAMED]:
+            where = ", ".join(f"{display_path(p)}:{n}" for p, n in r.where[:4])
+            more = f" and {len(r.where) - 4} more files" if len(r.where) > 4 else ""
+            lines.append(
+                f"Folded: `{clip(r.text, PREVIEW_CHARS)}` is shown once; the same line in "
+                f"{len(r.where)} more files: {where}{more}."
+            )
         if o.outside is not None:
             lines.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
+            lines += o.outside.each_file()
         if shown_files:
             lines.append(f"Marks: {LEGEND}.")
         return "\n".join(lines)
@@ -248,8 +261,8 @@ def _under(f: ShownFile, row: int) -> list[str]:
     if same:
         where = ", ".join(map(str, same[:SAME_ROWS_NAMED]))
         more = f" and {len(same) - SAME_ROWS_NAMED} more" if len(same) > SAME_ROWS_NAMED else ""
-        s = "" if len(same) == 1 else "s"
-        out.append(f"  ↳ the same line {len(same)} more time{s} in this file: {where}{more}")
+        ls, s = ("line reads", "") if len(same) == 1 else ("lines read", "s")
+        out.append(f"  ↳ {len(same)} more {ls} the same around the match: {where}{more}")
     return out
 
 
@@ -273,6 +286,7 @@ def no_matches(o: SearchOutcome) -> str:
     out = [head + "."]
     if o.outside is not None:
         out.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
+        out += o.outside.each_file()
     if o.near_misses:
         out.append("Each word of the pattern searched alone (ignoring case):")
         for t in o.near_misses:
