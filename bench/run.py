@@ -132,9 +132,11 @@ def main() -> None:
     rows += bench_sync.run(history, OUT / "sync")
     rows += bench_cold.run(OUT)
     import bench_loop
+    import bench_stream
     import eval_search_only
 
     rows += bench_loop.run(eval_search_only.corpus("pip"))
+    rows += bench_stream.run()
 
     for res in eval_search_only.run():
         res.pop("misses")
