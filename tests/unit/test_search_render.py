@@ -653,3 +653,147 @@ def test_previews_name_their_scope(repo: Path) -> None:
     previews = text.split("more in this file, one line each:\n", 1)[1].split("\n\n", 1)[0]
     rows = [ln for ln in previews.splitlines() if re.match(r"^> +\d+  ", ln)]
     assert rows and all(re.search(r"  — in def visit_\d\(\)$", ln) for ln in rows)
+
+
+# -- round 2: what still cost the model players a call ----------------------------------------------
+
+GETDELIM = (
+    "#include <stdio.h>\n\n"
+    "ssize_t\n__getdelim (char **lineptr, size_t *n, int delimiter, FILE *fp)\n{\n"
+    "  ssize_t result;\n"
+    + "".join(f"  result = step{i} (fp, lineptr, n, delimiter);\n" for i in range(50))
+    + "  return result;\n}\nlibc_hidden_def (__getdelim)\nweak_alias (__getdelim, getdelim)\n"
+)
+
+
+def test_a_c_definition_and_its_alias_lines_point_to_each_other(repo: Path) -> None:
+    # Given glibc's getdelim: defined as __getdelim, its public name only in weak_alias
+    write(repo, "libio/iogetdelim.c", GETDELIM)
+    # When the public name is searched, the alias line shows the definition it names
+    text = search(repo, pattern=r"\bgetdelim\b")
+    assert "   4  __getdelim (char **lineptr, size_t *n, int delimiter, FILE *fp)" in text
+    assert "  57    return result;" in text
+    assert "> 60  weak_alias (__getdelim, getdelim)" in text
+    # When the definition is searched, its alias lines come with it
+    text = search(repo, pattern=r"^__getdelim")
+    assert "  60  weak_alias (__getdelim, getdelim)" in text
+    # and when the body is too long to show whole, its hit names the alias the cut hides
+    write(repo, "libio/iogetdelim.c", GETDELIM.replace("step", "a_much_longer_step_name" * 3))
+    text = search(repo, pattern=r"^__getdelim")
+    assert "goes on to line" in text
+    assert "  ↳ also named `getdelim`: line 60, weak_alias (__getdelim, getdelim)" in text
+
+
+def test_a_define_naming_another_define_shows_that_one_too(repo: Path) -> None:
+    # Given malloc.c's threshold, defined as another macro 100 lines above
+    write(repo, "malloc/malloc.c", (
+        "#ifndef DEFAULT_MMAP_THRESHOLD_MIN\n#define DEFAULT_MMAP_THRESHOLD_MIN (128 * 1024)\n#endif\n"
+        + "/* filler */\n" * 100
+        + "#ifndef DEFAULT_MMAP_THRESHOLD\n#define DEFAULT_MMAP_THRESHOLD DEFAULT_MMAP_THRESHOLD_MIN\n"
+        "#endif\n"
+    ))  # fmt: skip
+    text = search(repo, pattern=r"define DEFAULT_MMAP_THRESHOLD\b")
+    # Then the value is in the result, not only its name
+    assert "    2  #define DEFAULT_MMAP_THRESHOLD_MIN (128 * 1024)" in text
+
+
+def test_a_definition_of_up_to_40_lines_is_whole_and_a_longer_one_is_cut_well_short(
+    repo: Path,
+) -> None:
+    # Given a 36-line function whose last lines hold the answer, and a 57-line one
+    body = "".join(f"  size_t step{i} = total_elems * {i};\n" for i in range(32))
+    write(repo, "stdlib/qsort.c", (
+        "void\n__qsort_r (void *const pbase, size_t total_elems)\n{\n" + body
+        + "  size_t total_size = total_elems * size;\n}\n"
+    ))  # fmt: skip
+    text = search(repo, pattern=r"^__qsort_r")
+    assert "  size_t total_size = total_elems * size;" in text
+    assert "goes on to line" not in text
+    write(repo, "libio/iogetdelim.c", GETDELIM.replace("step", "a_much_longer_step_name" * 3))
+    text = search(repo, pattern=r"^__getdelim")
+    cut = re.search(r"the definition goes on to line (\d+)", text)
+    assert cut is not None and int(cut.group(1)) == 58
+    last_shown = max(int(m) for m in re.findall(r"^[D ] +(\d+)  ", text, re.M))
+    assert 58 - last_shown >= 10  # a cut hides enough to be worth a read, never a few lines
+
+
+def test_context_goes_on_past_a_line_that_opens_a_block(repo: Path) -> None:
+    # Given pylint's option tuple, a volume's configMap, and a commented example above a key
+    write(repo, "pylint/checkers/design_analysis.py", (
+        "class MisdesignChecker(BaseChecker):\n    options = (\n        (\n"
+        '            "max-args",\n            {\n                "default": 5,\n'
+        '                "type": "int",\n            },\n        ),\n    )\n'
+    ))  # fmt: skip
+    write(repo, "redis/templates/master/application.yaml", (
+        "spec:\n  volumes:\n    - name: start-scripts\n      configMap:\n"
+        '        name: {{ printf "%s-scripts" .Release.Name }}\n        defaultMode: 0755\n'
+    ))  # fmt: skip
+    write(repo, "redis/values.yaml", (
+        "master:\n  resourcesPreset: nano\n"
+        "  ## @param master.resources Set container requests and limits\n  ## Example:\n"
+        "  ## resources:\n  ##   requests:\n  ##     cpu: 2\n  ##\n  resources: {}\n"
+        "  podSecurityContext:\n    enabled: true\n"
+    ))  # fmt: skip
+    text = search(repo, pattern='"max-args"')
+    assert '   6                  "default": 5,' in text
+    text = search(repo, pattern="configMap:")
+    assert '  5          name: {{ printf "%s-scripts" .Release.Name }}' in text
+    text = search(repo, pattern="## Example:")
+    assert "  9    resources: {}" in text
+    # and the comment's key path is the key it describes, not the one above it
+    assert "  in master › resources" in text
+
+
+def test_a_hit_inside_a_definition_says_where_that_is_used_and_a_call_its_guard(
+    repo: Path,
+) -> None:
+    # Given a message inside a checker's options, the checker registered elsewhere
+    write(repo, "pylint/checkers/design_analysis.py", (
+        "class MisdesignChecker(BaseChecker):\n    msgs = {\n"
+        '        "R0913": ("Too many arguments (%s/%s)", "too-many-arguments", "Used when"),\n'
+        "    }\n\n\ndef register(linter):\n    linter.register_checker(MisdesignChecker(linter))\n"
+    ))  # fmt: skip
+    write(repo, "pylint/lint/run.py", (
+        "def _do_run(linter, args):\n    jobs = args.jobs\n    if linter.config.jobs > 1:\n"
+        "        linter.set_reporter(None)\n        check_parallel(linter, jobs, args)\n"
+        "    return linter\n"
+    ))  # fmt: skip
+    text = search(repo, pattern="too-many-arguments")
+    assert "`MisdesignChecker`, which this is in, is called from " in text
+    assert "pylint/checkers/design_analysis.py:8 in def register()" in text
+    text = search(repo, pattern=r"check_parallel\(")
+    assert "  3      if linter.config.jobs > 1:" in text
+
+
+def test_shell_case_arms_are_scopes(repo: Path) -> None:
+    # Given ldd's option parsing (a .in template of a bash script)
+    write(repo, "elf/ldd.bash.in", (
+        "#! @BASH@\nwhile test $# -gt 0; do\n  case \"$1\" in\n"
+        "  --vers | --versi | --versio | --version)\n    echo 'ldd @VERSION@'\n    exit 0\n    ;;\n"
+        "  --h | --he | --hel | --help)\n    echo \"$usage\"\n    exit 0\n    ;;\n  esac\ndone\n"
+    ))  # fmt: skip
+    text = search(repo, pattern="echo 'ldd")
+    assert 'in case "$1" in --vers | --versi | --versio | --version)' in text
+
+
+def test_a_call_site_shows_a_few_lines_and_a_body_shown_before_is_not_shown_again(
+    repo: Path,
+) -> None:
+    # Given one call inside an 80-line function
+    lines = [f"        step_{i} = prepare({i})\n" for i in range(80)]
+    write(repo, "pylint/lint/pylinter.py", (
+        "class PyLinter:\n    def check(self, files):\n" + "".join(lines[:40])
+        + "        self._lint_files(files)\n" + "".join(lines[40:]) + "        return None\n"
+    ))  # fmt: skip
+    tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))))
+    text = tb.run("search_code", {"pattern": r"_lint_files\("}).text
+    # Then the call shows its function's name and at most five lines either side
+    assert "in class PyLinter › def check(self, files)" in text
+    shown = [int(n) for n in re.findall(r"^[> ] +(\d+)  ", text, re.M)]
+    assert 43 in shown and min(shown) >= 38 and max(shown) <= 48
+    # Given the method's head shown by one search, a second one does not print it again
+    text = tb.run("search_code", {"pattern": r"def check\("}).text
+    assert "step_20 = prepare(20)" in text and "shown in an earlier result" not in text
+    again = tb.run("search_code", {"pattern": r"def check\("}).text
+    assert "step_20" not in again
+    assert re.search(r"\[… lines 3–\d+, shown in an earlier result\]", again)

@@ -582,6 +582,12 @@ class Layout:
             rows.add(r)
         if last - max(rows) < MIN_HIDDEN and self._rows_cost(f, whole) <= BODY_CHARS * 1.5:
             return whole  # a cut would hide only a few lines
+        head_end = max(rows)
+        if head_end - signature_end > REPEAT_LINES and self._seen_before(
+            f, signature_end + 1, head_end
+        ):  # the same head as an earlier result showed: not again
+            f.earlier[signature_end] = (signature_end + 1, head_end)
+            return set(range(first, signature_end + 1))
         return rows
 
     def _seen_before(self, f: ShownFile, lo: int, hi: int) -> bool:
