@@ -797,3 +797,44 @@ def test_a_call_site_shows_a_few_lines_and_a_body_shown_before_is_not_shown_agai
     again = tb.run("search_code", {"pattern": r"def check\("}).text
     assert "step_20" not in again
     assert re.search(r"\[… lines 3–\d+, shown in an earlier result\]", again)
+
+
+RABBITMQ_VALUES = (
+    "## @section RabbitMQ memory\n##\nmemoryHighWatermark:\n"
+    "  ## @param memoryHighWatermark.enabled Enable configuring Memory high watermark on RabbitMQ\n"
+    "  ##\n  enabled: false\n"
+    "  ## @param memoryHighWatermark.type Memory high watermark type. Either `absolute` or `relative`\n"
+    '  ##\n  type: "relative"\n  ## Memory high watermark value.\n'
+    "  ## @param memoryHighWatermark.value Memory high watermark value\n"
+    "  ## The default value of 0.4 stands for 40% of available RAM\n"
+    "  ## You can also use an absolute value, e.g.: 256Mi\n"
+    f"  ## Note: the memory relative limit is applied to the resources {'limit ' * 30}\n"
+    f"  ## Note: and the absolute one to the pod {'memory ' * 30}\n  ##\n  value: 0.4\n"
+    'plugins: "rabbitmq_management"\n'
+)
+
+
+def test_a_hit_already_shown_as_context_is_marked_there_not_printed_again(repo: Path) -> None:
+    # Given rabbitmq's memoryHighWatermark block, a template, and a README table of its keys
+    write(repo, "bitnami/rabbitmq/values.yaml", RABBITMQ_VALUES)
+    write(repo, "bitnami/rabbitmq/templates/_helpers.tpl", (
+        '{{- define "rabbitmq.validateValues.memoryHighWatermark" -}}\n'
+        + "".join(f"    --set resources.limits.memory={i} {'x' * 200}\n" for i in range(30))
+        + "{{- end -}}\n"
+    ))  # fmt: skip
+    write(
+        repo,
+        "bitnami/rabbitmq/README.md",
+        "".join(
+            f"| `memoryHighWatermark.p{i}` | Memory high watermark {i} | `false` |\n"
+            for i in range(25)
+        ),
+    )
+    text = search(repo, pattern="memoryHighWatermark")
+    # Then no line is printed twice in a file: a hit that is context of another is marked there
+    for block in text.split("\n\n")[1:]:
+        rows = re.findall(r"^[D=>IS# ] +(\d+)  ", block, re.M)
+        assert len(rows) == len(set(rows)), block
+    readme = text.split("bitnami/rabbitmq/README.md [docs]", 1)[1]
+    assert re.search(r"^>  3  \| `memoryHighWatermark.p2`", readme, re.M)
+    assert "  more in this file, one line each:\n>  5  " in readme

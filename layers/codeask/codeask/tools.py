@@ -581,7 +581,7 @@ def _summarise(files: list[str], prefix: str) -> str:
                 loose.append(f)
         check_deadline("list_files")
         rows = list(map(display_path, loose))
-        rows += [f"{display_path(d)} ({c} files)" for d, c in sorted(counts.items())]
+        rows += [f"{display_path(d)} ({_count(c, 'file')})" for d, c in sorted(counts.items())]
         if len(rows) > LIST_MAX_ENTRIES:
             break
         best = rows

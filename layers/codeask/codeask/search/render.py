@@ -48,15 +48,20 @@ class Writer:
         hits = {h.line: h for h in f.full}
         rows = sorted(set(hits) | f.rows)
         width = len(str(max(rows + [h.line for h in f.preview])))
-        out = [self._file_head(f), *self._rows(f, hits, rows, width)]
-        if f.preview:
+        # a hit whose line is shown as context already is marked there, not printed twice
+        inline = {h.line: h for h in f.fh.hits if h.line in f.rows and h.line not in hits}
+        out = [self._file_head(f), *self._rows(f, hits, rows, width, inline)]
+        previews = [h for h in f.preview if h.line not in inline]
+        if previews:
             out.append("  more in this file, one line each:")
-            for h in sorted(f.preview, key=lambda h: h.line):
+            for h in sorted(previews, key=lambda h: h.line):
                 text = clip(" ".join(f.text(h.line, h.text).split()), PREVIEW_CHARS)
                 scope = f.short_label(h)
                 text += f"  — in {scope}" if scope else ""
                 out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {text}")
         counted = n - len(f.full) - len(f.preview)
+        previewed = {id(h) for h in f.preview}
+        counted -= sum(1 for h in inline.values() if id(h) not in previewed)
         if counted:
             out.append(f"  … and {counted} more in this file (not shown)")
         return "\n".join(out)
@@ -78,7 +83,13 @@ class Writer:
         return head
 
     @staticmethod
-    def _rows(f: ShownFile, hits: dict[int, Hit], rows: list[int], width: int) -> list[str]:
+    def _rows(
+        f: ShownFile,
+        hits: dict[int, Hit],
+        rows: list[int],
+        width: int,
+        inline: dict[int, Hit] | None = None,
+    ) -> list[str]:
         """The shown lines in order, in parts under their scope labels, with the notes under
         each hit (where it is used, its aliases, the same line elsewhere) and where a
         definition shown in part goes on."""
@@ -112,7 +123,9 @@ class Writer:
                     )
                     pending += _under(f, r)
                 else:
-                    out.append(f"  {r:>{width}}  {clip(f.text(r), CONTEXT_CHARS)}")
+                    p = (inline or {}).get(r)
+                    mark = MARKS[p.kind] if p is not None else " "
+                    out.append(f"{mark} {r:>{width}}  {clip(f.text(r), CONTEXT_CHARS)}")
                 end = f.cuts.get(r)
                 if end is not None:
                     out.append(f"{gap}  [… the definition goes on to line {end}]")
