@@ -252,6 +252,15 @@ def test_a_sentence_repeated_under_many_keys_is_shown_once_with_their_rows(repo:
     assert [r.split()[1] for r in hit_rows(text)] == ["4", "10"]
     assert "  ↳ 2 more lines read the same around the match: 6, 8" in text
     assert "  ↳ 2 more lines read the same around the match: 12, 14" in text
+    # a template's lines are code, in NOTES.txt too: alike around the match, each is a call site
+    notes = "".join(
+        f'  {cmd} --username postgres --dbname app -p {{{{ include "postgresql.v1.service.port" . }}}}\n'
+        for cmd in ("psql --host a", "psql --host b", "kubectl port-forward", "psql")
+    )
+    write(repo, "bitnami/postgresql/templates/NOTES.txt", notes)
+    text = search(repo, pattern="postgresql.v1.service.port")
+    assert "bitnami/postgresql/templates/NOTES.txt [docs] — 4 matches" in text
+    assert len(hit_rows(text)) == 4 and "read the same" not in text
 
 
 def test_within_a_file_code_comes_before_comments_and_docstrings(repo: Path) -> None:

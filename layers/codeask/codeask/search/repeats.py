@@ -29,9 +29,11 @@ class Repeated:
 def prose_like(fh: FileHits, h: Hit) -> bool:
     """A comment, a string, a docs line, or a header line with no code in it (the lines of a
     C block comment guess no kind before the parse)."""
+    if h.kind in ("definition", "import", "assignment", "call") or "{{" in h.text:
+        return False  # a template's action is code, in NOTES.txt too: each is a call site
     if h.kind in ("comment", "string") or fh.kind == "docs":
         return True
-    if h.kind in ("definition", "import", "assignment") or h.line > HEADER_ROWS:
+    if h.line > HEADER_ROWS:
         return False
     return is_licence_header(h.line, h.text) or _CODE.search(h.text) is None
 
