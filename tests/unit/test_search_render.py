@@ -847,3 +847,28 @@ def test_a_hit_already_shown_as_context_is_marked_there_not_printed_again(repo: 
     readme = text.split("bitnami/rabbitmq/README.md [docs]", 1)[1]
     assert re.search(r"^>  3  \| `memoryHighWatermark.p2`", readme, re.M)
     assert "  more in this file, one line each:\n>  5  " in readme
+
+
+def test_uses_of_a_c_function_of_the_same_name_in_another_file_are_not_its_callers(
+    repo: Path,
+) -> None:
+    # Given glibc's tests: each file has its own static do_test, the driver calls the one included
+    example = "static int\ndo_test (void)\n{\n  return 0;\n}\n\n#include <support/test-driver.c>\n"
+    write(repo, "support/README-testing.c", example)
+    for name in ("bench-memcpy", "bench-strlen"):
+        write(repo, f"benchtests/{name}.c", (
+            "static void\ndo_test (json_ctx_t *json_ctx, size_t align1,\n"
+            "         size_t len)\n{\n}\n\nint\ntest_main (void)\n{\n"
+            "  for (i = 0; i < 18; ++i)\n    do_test (&json_ctx, 0, 1 << i);\n  return 0;\n}\n"
+        ))  # fmt: skip
+    # the prototype of a global function is not a function of its own: its calls still count
+    write(repo, "stdlib/caller.c", "extern int\ndo_test (void);\nint\nmain (void)\n{\n"
+          "  return do_test ();\n}\n")  # fmt: skip
+    text = search(repo, pattern="do_test", path="support/README-testing.c")
+    said = next(ln for ln in text.splitlines() if ln.startswith("  ↳"))
+    assert said.startswith("  ↳ called from stdlib/caller.c:6 in int main() (")
+    assert "benchtests/" not in said
+    # with no caller but those, nothing is said: neither their lines nor "no other line"
+    (repo / "stdlib" / "caller.c").unlink()
+    text = search(repo, pattern="do_test", path="support/README-testing.c")
+    assert "↳" not in text

@@ -179,6 +179,7 @@ class Uses:
     total: int  # lines naming it, the definition's own line not counted
     files: int
     complete: bool  # every line of the snapshot naming it was read and understood
+    others: int = 0  # uses in C files that define a function of the same name of their own
 
     def describe(self, shown: list[Use], *, enclosing: bool = False) -> str | None:
         """The line under the definition, naming the `shown` sites; None when nothing can be
@@ -198,7 +199,7 @@ class Uses:
             if self.total > len(shown):
                 s += f" ({self._count()} in all)"
             return "↳ " + which + s
-        if self.sites or not self.complete:
+        if self.sites or self.others or not self.complete:
             return None  # uses not shown, or not all read: nothing is certain enough to say
         if self.mentions:
             where = ", ".join(u.where for u in self.mentions[:MENTIONS_NAMED])
@@ -223,6 +224,7 @@ class Uses:
         self.mentions += other.mentions
         self.total += other.total
         self.files += other.files
+        self.others += other.others
         self.complete = self.complete and other.complete
 
     def _count(self) -> str:
@@ -267,16 +269,25 @@ def find_uses(
         sites: list[Use] = []
         mentions: list[Use] = []
         files: set[str] = set()
+        # C files with a function of their own by this name (glibc's 170 `static int do_test`):
+        # their uses are of that one, not of this
+        own = {m.path for m in per_name[name] if _c_definition(m, name)} - {path}
+        others = 0
         for m in per_name[name]:
             if (m.path, m.line) == (path, line):
                 continue
             files.add(m.path)
             use = _use(m, name)
+            if use.score > 0 and m.path in own and language_of(path) in ("c", "cpp"):
+                others += 1  # a use of that file's own function, never named as this one's
+                continue
             (sites if use.score > 0 else mentions).append(use)
         sites.sort(key=lambda u: (-u.score, u.path, u.line))
         mentions.sort(key=lambda u: (language_of(u.path) is None, u.path, u.line))
         total = len(sites) + len(mentions)
-        out[(name, path, line)] = Uses(name, sites, mentions, total, len(files), complete[name])
+        total += others
+        uses = Uses(name, sites, mentions, total, len(files), complete[name], others)
+        out[(name, path, line)] = uses
     return out
 
 
@@ -304,6 +315,17 @@ _DEFINES = r"def|class|function|func|fn|struct|enum|union|interface|type|#\s*def
 
 def _is_site(m: RawMatch, name: str) -> bool:
     return _use(m, name).score > 0
+
+
+def _c_definition(m: RawMatch, name: str) -> bool:
+    """A C line at column 0 that defines `name`, its parameters on the line (`do_test (void)`,
+    `static int f (int x) {`, a first line of several); a prototype (`;`, `extern`) declares
+    the same function."""
+    if language_of(m.path) not in ("c", "cpp") or m.text.startswith("extern"):
+        return False
+    text = re.sub(r"/\*.*?\*/|//.*$", "", m.text).rstrip()
+    head = re.match(rf"(\w[\w\s*]*[\s*])?{re.escape(name)}\s*\(", text)
+    return head is not None and text.endswith((")", "{", ","))
 
 
 def _use(m: RawMatch, name: str) -> Use:
