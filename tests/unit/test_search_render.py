@@ -378,11 +378,17 @@ def test_parallel_searches_sharing_a_big_file_read_it_alike(repo: Path) -> None:
     )
     write(repo, "src/big.c", body)
     patterns = [f"finish_{k}\\(" for k in range(3)] + [f"step_{k}\\(" for k in range(3)]
+    snapshot = Snapshot(repo, SHA, RepoRef("r", str(repo)))
+
+    def run(pattern: str) -> str:  # four parsers at once on a busy 2-core machine: room, no race
+        return Toolbox(snapshot, search_timeout_s=300).run("search_code", {"pattern": pattern}).text
+
     syntax.clear_cache()
     with ThreadPoolExecutor(max_workers=4) as pool:
-        together = list(pool.map(lambda p: search(repo, pattern=p), patterns))
+        together = list(pool.map(run, patterns))
     syntax.clear_cache()
-    alone = [search(repo, pattern=p) for p in patterns]
+    alone = [run(p) for p in patterns]
+    assert not any(t.startswith("Error") for t in together + alone), together
     assert together == alone
     assert "  in int handler_1(int r)" in together[4]
 
