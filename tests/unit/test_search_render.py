@@ -850,6 +850,10 @@ def test_a_hit_already_shown_as_context_is_marked_there_not_printed_again(repo: 
     for block in text.split("\n\n")[1:]:
         rows = re.findall(r"^[D=>IS# ] +(\d+)  ", block, re.M)
         assert len(rows) == len(set(rows)), block
+    # the 15-line values block is whole, down to the value its comments describe
+    values = text.split("bitnami/rabbitmq/values.yaml [config]", 1)[1].split("\n\n", 1)[0]
+    assert "D  3  memoryHighWatermark:" in values and "  17    value: 0.4" in values
+    assert "goes on to line" not in values
     readme = text.split("bitnami/rabbitmq/README.md [docs]", 1)[1]
     assert re.search(r"^>  3  \| `memoryHighWatermark.p2`", readme, re.M)
     assert "  more in this file, one line each:\n>  5  " in readme
