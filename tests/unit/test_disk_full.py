@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import io
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -147,7 +148,11 @@ def test_the_command_line_says_disk_full_in_one_line_and_exits_3(
     }.items():
         monkeypatch.setenv(name, str(value))
 
-    # When a tool and a check are run on a repository
+    # When a tool and a check are run on a repository (`tool` moves the engine's log handler to
+    # this test's stderr, which is closed after it: put back as it was)
+    handlers = [h for h in logging.getLogger("codeask").handlers if hasattr(h, "stream")]
+    for handler in handlers:
+        monkeypatch.setattr(handler, "stream", handler.stream)
     for argv in (
         ["tool", "list_files", "{}", "--repo", spec.url],
         ["verify", "--repo", spec.url],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import os
@@ -439,11 +440,12 @@ def test_the_command_line_says_on_stderr_what_it_rebuilt(
     mdir = new_store(tmp_path, []).mirror_dir(RepoSpec.parse(served.url))
     (mdir / "HEAD").write_text("garbage\n")
 
-    # When a tool is run on it, it answers (stdout is the tool's result alone), and stderr says
-    # in one line what was rebuilt and why
-    code = main(["tool", "list_files", "{}", "--repo", served.url])
+    # When an answer citing it is checked, the check passes (stdout is its result alone), and
+    # stderr says in one line what was rebuilt and why
+    monkeypatch.setattr("sys.stdin", io.StringIO("It prints in `src/app.py:1`.\n"))
+    code = main(["verify", "--repo", served.url])
     out, err = capsys.readouterr()
-    assert code == 0 and "src/app.py" in out and "rebuilt" not in out
+    assert code == 0 and "src/app.py:1" in out and "rebuilt" not in out
     warnings = [line for line in err.splitlines() if "rebuilt" in line]
     assert warnings == [
         "⚠️ upstream: the mirror was damaged (HEAD holds neither a ref nor a commit) and has "
