@@ -18,8 +18,9 @@ import pygit2
 import pytest
 
 from codeask.denylist import DenyList
+from codeask.errors import RepoUnavailable
 from codeask.mirror import MirrorStore, Repair, RepoSpec
-from conftest import GitDaemon, GitWorkTree
+from conftest import GitDaemon, GitWorkTree, tree_state
 from fakes.damage import MIRROR_DAMAGE, Damage, prepare, replace, truncate
 
 FORK = multiprocessing.get_context("fork")
@@ -451,3 +452,34 @@ def test_the_command_line_says_on_stderr_what_it_rebuilt(
         "⚠️ upstream: the mirror was damaged (HEAD holds neither a ref nor a commit) and has "
         "been rebuilt"
     ], err
+
+
+# ---- a repository read in place is never repaired -------------------------------------------
+
+LOCAL_DAMAGE: dict[str, Callable[[Path], None]] = {
+    "HEAD garbage": lambda g: (g / "HEAD").write_text("garbage\n"),
+    "branch ref garbage": lambda g: (g / "refs" / "heads" / "main").write_text("garbage\n"),
+    "branch names a missing commit": lambda g: (g / "refs" / "heads" / "main").write_text(
+        "1" * 40 + "\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", LOCAL_DAMAGE.values(), ids=LOCAL_DAMAGE.keys())
+def test_a_damaged_local_repository_is_reported_and_left_as_it_is(
+    damage: Callable[[Path], None], git_repo: Callable[..., GitWorkTree], tmp_path: Path
+) -> None:
+    # Given a work tree read in place, whose .git was damaged
+    work = git_repo("local")
+    work.commit({"README.md": "hello\n"})
+    damage(work.path / ".git")
+    before = tree_state(work.path)
+    repairs: list[Repair] = []
+
+    # When it is synced, the error is one line that says it is damaged and how to look
+    with pytest.raises(RepoUnavailable) as raised:
+        new_store(tmp_path, repairs).sync(RepoSpec.parse(str(work.path)))
+    assert "is damaged" in str(raised.value) and "git fsck" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    # and nothing in it was changed or reported as repaired
+    assert tree_state(work.path) == before and repairs == []
