@@ -183,6 +183,46 @@ def test_a_name_inside_longer_names_is_set_aside_in_an_alternation_too(repo: Pat
     )
 
 
+def test_a_longer_name_defined_with_the_identifier_in_it_is_shown_after_whole_words(
+    repo: Path,
+) -> None:
+    # Given an identifier whose longer forms are names of their own, defined and used
+    write(
+        repo,
+        "http/retry.py",
+        "class Client:\n"
+        "    def __init__(self):\n"
+        "        self.retry_handlers = []\n\n"
+        "    def add(self, retry_handler):\n"
+        "        self.retry_handlers.append(retry_handler)\n\n"
+        "    def run(self):\n"
+        "        for h in self.retry_handlers:\n"
+        "            h()\n",
+    )
+    write(
+        repo,
+        "diff.c",
+        "static int diff_rename_limit_default = 400;\n"
+        "#define DEFAULT_RENAME_LIMIT_MAX 1000\n\n"
+        "int rename_limit(void)\n{\n"
+        "  return diff_rename_limit_default;\n}\n",
+    )
+    text = search(repo, pattern="retry_handler|rename_limit")
+    rows = hit_rows(text)
+    # Then the lines defining the longer names are shown; their mere uses stay set aside
+    assert any("self.retry_handlers = []" in r for r in rows)
+    assert any("static int diff_rename_limit_default = 400;" in r for r in rows)
+    assert any("#define DEFAULT_RENAME_LIMIT_MAX 1000" in r for r in rows)
+    assert not any("for h in self.retry_handlers" in r for r in rows)
+    assert not any("return diff_rename_limit_default" in r for r in rows)
+    assert "only part of a longer word" in text
+    # and a file that only defines a longer name comes after the files with the name itself
+    write(repo, "a/defaults.py", "RETRY_HANDLERS_DEFAULT = 3\n")
+    text = search(repo, pattern="retry_handler")
+    assert "D 1  RETRY_HANDLERS_DEFAULT = 3" in text
+    assert text.index("http/retry.py —") < text.index("a/defaults.py —")
+
+
 def test_licence_headers_rank_last(repo: Path) -> None:
     write(repo, "a_licensed.py", "# Copyright (c) 2026 uses sqlite under its licence\nx = 1\n")
     write(repo, "z_code.py", "import sqlite3\nconn = sqlite3.connect(path)\n")

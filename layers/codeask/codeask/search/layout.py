@@ -11,7 +11,7 @@ from typing import Any
 
 from codeask.search import elsewhere, repeats
 from codeask.search.filekinds import file_kind, language_of, refine_language, says_generated
-from codeask.search.patterns import is_identifier
+from codeask.search.patterns import is_identifier, longer_name_defined
 from codeask.search.query import FileHits, Hit, SearchOutcome
 from codeask.search.syntax import Context, FileSyntax, HitInfo, syntax_for
 
@@ -197,13 +197,20 @@ class Layout:
         # Matches only inside longer words are noise beside whole-word ones: a file where a word
         # is only part of longer ones ('redistribute' for `redis`) is set aside and summarised,
         # and so is every match of a name inside a longer name (`_IO_cleanup_region_start` for
-        # `_IO_cleanup`), which is another name.
+        # `_IO_cleanup`), which is another name. A line defining such a longer name
+        # (`retry_handlers = …` for `retry_handler`) stays: that name is often what was meant.
         self.inside: list[tuple[FileHits, list[Hit]]] = []
         files = outcome.files
         if outcome.plain_words and any(not h.in_longer_word for f in files for h in f.hits):
             for f in files:
                 only = all(h.in_longer_word for h in f.hits)
-                longer = [h for h in f.hits if h.in_longer_word and (only or self._names(h))]
+                longer = [
+                    h
+                    for h in f.hits
+                    if h.in_longer_word
+                    and (only or self._names(h))
+                    and not (self._names(h) and self._defines_longer(h))
+                ]
                 if longer:
                     self.inside.append((f, longer))
                     f.hits = [h for h in f.hits if h not in longer]
@@ -228,6 +235,12 @@ class Layout:
         alts = o.alternatives or o.plain_words[:1]
         word = alts[h.alternative or 0] if alts else ""
         return is_identifier(word)
+
+    def _defines_longer(self, h: Hit) -> bool:
+        o = self.o
+        alts = o.alternatives or o.plain_words[:1]
+        word = alts[h.alternative or 0] if alts else ""
+        return bool(word) and longer_name_defined(h.text, h.spans, word) is not None
 
     def fill(self, write: Callable[[], str]) -> str:
         """Plan the result with `write` (which writes the current plan) and return the text."""
@@ -266,7 +279,10 @@ class Layout:
         alternation, each alternative's best few in turn, so a common one cannot starve a rare one."""
         for f in self.files[:PARSE_FIRST]:
             self._analyse(f)
-        self.files.sort(key=lambda f: (-f.fh.score, f.fh.path))
+        # a file with only longer names (kept for their definitions) follows the whole words
+        self.files.sort(
+            key=lambda f: (all(h.in_longer_word for h in f.fh.hits), -f.fh.score, f.fh.path)
+        )
         keyed = []
         per_alt: dict[int | None, int] = {}
         for file_rank, f in enumerate(self.files):
@@ -274,7 +290,14 @@ class Layout:
                 alt_rank = per_alt.get(h.alternative, 0)
                 per_alt[h.alternative] = alt_rank + 1
                 alt_chunk = alt_rank // ALTERNATIVE_CHUNK if self.o.alternatives else 0
-                key = (not h.exact_case, alt_chunk, rank // FILE_CHUNK, file_rank, rank)
+                key = (
+                    not h.exact_case,
+                    h.in_longer_word,
+                    alt_chunk,
+                    rank // FILE_CHUNK,
+                    file_rank,
+                    rank,
+                )
                 keyed.append((key, f, h))
         keyed.sort(key=lambda k: k[0])
         return [(f, h) for _, f, h in keyed]

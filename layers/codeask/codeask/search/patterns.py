@@ -220,3 +220,56 @@ def word_fit(text: str, start: int, end: int, *, identifier: bool = False) -> st
     if left_ok and right_ok:
         return "part"
     return "edge" if left_ok or right_ok else "inside"
+
+
+_DEFINES_BEFORE = re.compile(
+    r"(?:^|[\s(*&])(?:def|class|func|function|fn|struct|enum|union|interface|type|trait|const|"
+    r"let|var|val|define|macro)\s+[*&]*$"
+)
+_TYPED = re.compile(
+    r"(?:(?:static|extern|const|unsigned|signed|struct|enum|volatile|inline)\s+)*[A-Za-z_][\w$]*[\s*&]+"
+)
+_DEFINES_AFTER = re.compile(r"\s*(?::[^=]*)?(?<![=!<>])=(?!=)|\s*(?::\s|:$)")
+
+
+def longer_name_defined(text: str, spans: list[tuple[int, int]], word: str) -> str | None:
+    """The longer name a line defines or assigns when `word` is one of its components
+    (`retry_handlers` for `retry_handler`, `diff_rename_limit_default` for `rename_limit`), or
+    None: a longer name that is only used on the line is another name, set aside."""
+    for a, b in spans:
+        if text[a:b].lower() != word.lower():
+            continue
+        start, end = a, b
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_$"):
+            start -= 1
+        while end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+            end += 1
+        name = text[start:end]
+        if name == text[a:b] or not _is_component(text, start, a, b, end):
+            continue
+        before = text[:start]
+        after = text[end:]
+        if _DEFINES_BEFORE.search(before.lstrip("#").lstrip()):
+            return name
+        # the name leads its statement (`name = …`, `self.name: T = …`, `name:` as a key,
+        # `int name = …;`, `name (args)` opening a C definition at the margin)
+        bare = re.sub(r"^\s*(?:-\s+)?(?:self\.|this\.|[\w$]+\.)?", "", before)
+        typed = _TYPED.fullmatch(before) is not None
+        if after.lstrip().startswith("("):
+            # `name (…)` opens a C definition only at the margin; elsewhere it is a call
+            if before[:1].isspace() or not (before == "" or typed):
+                continue
+            return name
+        if (bare.strip("\"' ") == "" or typed) and _DEFINES_AFTER.match(after):
+            return name
+        if typed and re.match(r"\s*[;\[,]", after):
+            return name  # `int name;`, `char name[16];`
+    return None
+
+
+def _is_component(text: str, start: int, a: int, b: int, end: int) -> bool:
+    """The match starts or ends at a component boundary of the longer name (`_`, camelCase, the
+    name's own start or end)."""
+    left = a == start or text[a - 1] == "_" or (text[a - 1].islower() and text[a].isupper())
+    right = b == end or text[b] == "_" or (text[b - 1].islower() and text[b].isupper())
+    return left or right
