@@ -679,6 +679,40 @@ def test_a_common_name_filling_the_lookup_does_not_hide_a_rare_ones_caller(repo:
     )
 
 
+def test_called_from_prefers_the_definitions_own_package_and_skips_other_classes_self_calls(
+    repo: Path,
+) -> None:
+    # Given a common method name defined by a class, a legacy twin package's copy of that class,
+    # and callers in both packages (the twin's sort first by name)
+    cls = (
+        "class {c}:\n"
+        "    def connect_to_new_endpoint(self, force=False):\n"
+        "        self.url = 'x'\n"
+        "        return self.url\n\n"
+        "    def start(self):\n"
+        "        if self.url is None:\n"
+        "            self.connect_to_new_endpoint()\n"
+    )
+    write(repo, "slack_sdk/rtm_v2/client.py", cls.format(c="RTMClient"))
+    write(repo, "slack/rtm/client.py", cls.format(c="LegacyRTMClient"))
+    write(repo, "slack/rtm/helper.py", "def reconnect(c):\n    c.connect_to_new_endpoint(True)\n")
+    write(repo, "slack_sdk/rtm_v2/retry.py", "def again(c):\n    c.connect_to_new_endpoint()\n")
+    write(repo, "slack_sdk/socket/x.py", "def go(c):\n    return c.connect_to_new_endpoint()\n")
+    text = search(repo, pattern="def connect_to_new_endpoint", path="slack_sdk")
+    said = next(ln for ln in text.splitlines() if "↳ called from" in ln)
+    # Then the callers named are the class's own and its package's, nearest first
+    assert said.startswith(
+        "  ↳ called from slack_sdk/rtm_v2/client.py:8 in def start() under `if self.url is None:`, "
+        "slack_sdk/rtm_v2/retry.py:2 in def again(), slack_sdk/socket/x.py:2 in def go()"
+    )
+    # and the twin's own `self.connect_to_new_endpoint()` is never named as a caller of this one
+    write(repo, "slack_sdk/rtm_v2/retry.py", "x = 1\n")
+    write(repo, "slack_sdk/socket/x.py", "x = 1\n")
+    text = search(repo, pattern="def connect_to_new_endpoint", path="slack_sdk")
+    said = next(ln for ln in text.splitlines() if "↳ called from" in ln)
+    assert "slack/rtm/client.py" not in said and "slack/rtm/helper.py:2" in said
+
+
 # -- few hits, previews ----------------------------------------------------------------------------
 
 
