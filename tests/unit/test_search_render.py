@@ -223,6 +223,37 @@ def test_a_longer_name_defined_with_the_identifier_in_it_is_shown_after_whole_wo
     assert text.index("http/retry.py —") < text.index("a/defaults.py —")
 
 
+def test_a_long_definition_cut_collapses_its_docstring_and_shows_the_lines_naming_the_search(
+    repo: Path,
+) -> None:
+    # Given a long method: a 25-line docstring, 80 lines of code, the searched name used near
+    # its end (the shape of requests' Session.send)
+    doc = "".join(f"        Parameter note {i}: what it means.\n" for i in range(23))
+    code = "".join(f"        step_{i} = prepare(request, {i})\n" for i in range(70))
+    write(
+        repo,
+        "http/sessions.py",
+        "class Session:\n"
+        "    def send(self, request, **kwargs):\n"
+        '        """Send a prepared request.\n\n' + doc + '        """\n'
+        "        hooks = request.hooks\n" + code + "        if kwargs.get('stream'):\n"
+        "            return self._send_once(request)\n"
+        "        response = adapter.send(request, **kwargs)\n"
+        + "".join(f"        tail_{i} = finish(response, {i})\n" for i in range(12))
+        + "        return response\n",
+    )
+    text = search(repo, pattern=r"def send\(")
+    # Then the docstring is collapsed to its opening lines, the code after it is shown, and so
+    # are the lines below the cut that use `send`, before the note where the definition goes on
+    assert '"""Send a prepared request.' in text
+    assert "Parameter note 10" not in text
+    assert "hooks = request.hooks" in text
+    assert "return self._send_once(request)" in text
+    assert "response = adapter.send(request, **kwargs)" in text
+    assert "tail_5 = finish" not in text
+    assert re.search(r"⋮ +\[… the definition goes on to line 1\d\d\]", text)
+
+
 def test_licence_headers_rank_last(repo: Path) -> None:
     write(repo, "a_licensed.py", "# Copyright (c) 2026 uses sqlite under its licence\nx = 1\n")
     write(repo, "z_code.py", "import sqlite3\nconn = sqlite3.connect(path)\n")

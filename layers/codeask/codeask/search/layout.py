@@ -27,6 +27,8 @@ PREVIEW_SHARE = 0.88  # then counts per file
 BODY_LINES = 60
 BODY_HEAD = 30
 BODY_CHARS = 3_200
+DOC_KEEP = 3  # a long docstring opening a cut body keeps this many lines, the code comes next
+NAMING_ROWS = 12  # below a cut body's head, lines naming the search shown at most
 MAX_BODIES = 4  # in a result of many hits, half as many
 FEW_HITS = 3  # a result this small shows the whole function each hit is in ...
 FEW_BODY = 40  # ... when it has at most this many lines (a longer one: lines around the hit)
@@ -126,6 +128,7 @@ class ShownFile:
     notes: dict[int, list[str]] = field(default_factory=dict)  # a hit's row -> lines under it
     earlier: dict[int, tuple[int, int]] = field(default_factory=dict)  # row -> rows shown before
     same: dict[int, list[int]] = field(default_factory=dict)  # a hit's row -> rows reading the same
+    collapsed: set[int] = field(default_factory=set)  # a cut body's docstring rows left out
 
     @property
     def lines(self) -> list[str] | None:
@@ -595,22 +598,58 @@ class Layout:
             return whole
         if not allowed:
             return set(range(first, min(signature_end + 2, last) + 1))
-        end = last if last - signature_end <= BODY_LINES else signature_end + BODY_HEAD
-        rows, size = set(), 0
-        for r in range(first, end + 1):
+        # a long docstring is collapsed to its opening lines first: the code after it is
+        # what a reader of a cut body came for
+        doc = _docstring(f, signature_end + 1, last)
+        skipped = (
+            set(range(doc[0] + DOC_KEEP, doc[1] + 1))
+            if doc is not None and doc[1] - doc[0] + 1 > DOC_KEEP + 2
+            else set()
+        )
+        end = last if last - signature_end - len(skipped) <= BODY_LINES else 0
+        rows, size, body_rows = set(), 0, 0
+        for r in range(first, last + 1):
+            if r in skipped:
+                continue
             if r > signature_end:
                 size += min(len(f.text(r)), CONTEXT_CHARS) + 10
-                if size > BODY_CHARS:
+                body_rows += 1
+                if size > BODY_CHARS or (not end and body_rows > BODY_HEAD):
                     break
             rows.add(r)
         if last - max(rows) < MIN_HIDDEN and self._rows_cost(f, whole) <= BODY_CHARS * 1.5:
             return whole  # a cut would hide only a few lines
+        rows |= self._rows_naming(f, max(rows) + 1, last, size)
+        f.collapsed |= skipped
         head_end = max(rows)
         if head_end - signature_end > REPEAT_LINES and self._seen_before(
             f, signature_end + 1, head_end
         ):  # the same head as an earlier result showed: not again
             f.earlier[signature_end] = (signature_end + 1, head_end)
             return set(range(first, signature_end + 1))
+        return rows
+
+    def _rows_naming(self, f: ShownFile, lo: int, hi: int, size: int) -> set[int]:
+        """Below a cut body's head, the lines that use the searched name or that a hit sits
+        on, while the body's share lasts: where the definition does what was asked about."""
+        hits = {h.line for h in f.fh.hits}
+        hits |= {h.line for fh, aside in self.inside if fh is f.fh for h in aside}
+        words = [
+            w for w in elsewhere.pattern_words(self.o.pattern) if len(w) >= 4 and w not in _KEYWORDS
+        ]
+        # as a name or a component of one (`_send_once` for `send`), never inside a word
+        named = (
+            re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, words))})(?![a-z0-9])", re.I)
+            if words
+            else None
+        )
+        rows: set[int] = set()
+        for r in range(lo, hi + 1):
+            if r in hits or (named is not None and named.search(f.text(r))):
+                size += min(len(f.text(r)), CONTEXT_CHARS) + 10
+                if size > BODY_CHARS * 1.5 or len(rows) >= NAMING_ROWS:
+                    break
+                rows.add(r)
         return rows
 
     def _seen_before(self, f: ShownFile, lo: int, hi: int) -> bool:
@@ -775,7 +814,8 @@ class Layout:
             lo, hi = info.extent  # more of the function it is in
         else:
             return set()  # a prototype or a top-level line: its neighbours are unrelated
-        return set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+        rows = set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+        return rows - f.collapsed
 
     def _apply(self, added: list[tuple[ShownFile, set[int]]]) -> None:
         for f in self.files:
@@ -842,6 +882,33 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]*\w|\w")  # a name, with a template name's 
 _GUARD = re.compile(
     r"(\}\s*)?(if|elif|else if|unless|while|for|foreach|switch|case|when|with)\b|\{\{-?\s*(if|with|range)\b"
 )
+_KEYWORDS = frozenset(
+    {"class", "struct", "static", "return", "import", "async", "const", "function", "self", "this"}
+)
+_DOC_OPEN = re.compile(r"^\s*(?:[rRbBuU]?(\"\"\"|\'\'\')|(/\*)|(#|//))")
+
+
+def _docstring(f: ShownFile, lo: int, hi: int) -> tuple[int, int] | None:
+    """The rows of the docstring or comment block that opens a body at row `lo`, if any."""
+    m = _DOC_OPEN.match(f.text(lo))
+    if m is None:
+        return None
+    quote, block, line = m.groups()
+    if line:
+        end = lo
+        while end < hi and f.text(end + 1).lstrip().startswith(line):
+            end += 1
+        return lo, end
+    close = quote or "*/"
+    rest = f.text(lo)[m.end() :]
+    if close in rest:
+        return lo, lo
+    for r in range(lo + 1, hi + 1):
+        if close in f.text(r):
+            return lo, r
+    return None
+
+
 _LEAD_IN = re.compile(r"^\s*$|^[A-Za-z_]\w*\s*\([^()]*\)\s*$")  # blank, or a bare macro line
 _MACRO_USE = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*\(")  # a top-level line a C macro expands
 _MACRO_ALIAS = re.compile(r"^\s*#\s*define\s+\w+\s+([A-Za-z_]\w*)\s*(/\*.*)?$")
