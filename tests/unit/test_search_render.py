@@ -227,7 +227,7 @@ def test_a_long_definition_cut_collapses_its_docstring_and_shows_the_lines_namin
     repo: Path,
 ) -> None:
     # Given a long method: a 25-line docstring, 80 lines of code, the searched name used near
-    # its end (the shape of requests' Session.send)
+    # its end (the shape of requests' Session.send), in a longer module
     doc = "".join(f"        Parameter note {i}: what it means.\n" for i in range(23))
     code = "".join(f"        step_{i} = prepare(request, {i})\n" for i in range(70))
     write(
@@ -240,7 +240,9 @@ def test_a_long_definition_cut_collapses_its_docstring_and_shows_the_lines_namin
         "            return self._send_once(request)\n"
         "        response = adapter.send(request, **kwargs)\n"
         + "".join(f"        tail_{i} = finish(response, {i})\n" for i in range(12))
-        + "        return response\n",
+        + "        return response\n\n"
+        # the rest of the module: too long a file to be shown whole
+        + "".join(f"def other_{i}(x):\n    return x + {i}\n\n" for i in range(20)),
     )
     text = search(repo, pattern=r"def send\(")
     # Then the docstring is collapsed to its opening lines, the code after it is shown, and so
@@ -252,6 +254,32 @@ def test_a_long_definition_cut_collapses_its_docstring_and_shows_the_lines_namin
     assert "response = adapter.send(request, **kwargs)" in text
     assert "tail_5 = finish" not in text
     assert re.search(r"⋮ +\[… the definition goes on to line 1\d\d\]", text)
+
+
+def test_a_short_top_hit_file_is_shown_whole_when_the_budget_has_room(repo: Path) -> None:
+    # Given a 120-line module (pylint's async checker's size) with the hit in its middle, and a
+    # 200-line one like it
+    def module(n: int) -> str:
+        head = '"""Checks for the async protocol."""\n\nfrom __future__ import annotations\n\n'
+        funcs = "".join(
+            f"def helper_{i}(node):\n    if node.is_async:\n        return {i}\n    return None\n\n"
+            for i in range((n - 14) // 5)
+        )
+        return head + funcs + "class AsyncChecker:\n    name = 'async'\n\n    def visit(self, n):\n"
+        "        return helper_3(n)\n\n\ndef register(linter):\n    linter.register(AsyncChecker())\n"
+
+    write(repo, "checkers/async_checker.py", module(120))
+    text = search(repo, pattern="class AsyncChecker")
+    # Then every line of it is shown, with no gap and no "goes on"
+    lines = (repo / "checkers/async_checker.py").read_text().splitlines()
+    assert 100 <= len(lines) <= 150
+    for i, line in enumerate(lines, 1):
+        assert re.search(rf"^[D ] +{i}  {re.escape(line)}$", text, re.M), (i, line)
+    assert "⋮" not in text
+    # while the longer one is still shown in part
+    write(repo, "checkers/async_checker.py", module(200))
+    text = search(repo, pattern="class AsyncChecker")
+    assert "def helper_1(node):" not in text
 
 
 def test_licence_headers_rank_last(repo: Path) -> None:
@@ -797,8 +825,10 @@ def test_a_c_definition_and_its_alias_lines_point_to_each_other(repo: Path) -> N
     # When the definition is searched, its alias lines come with it
     text = search(repo, pattern=r"^__getdelim")
     assert "  60  weak_alias (__getdelim, getdelim)" in text
-    # and when the body is too long to show whole, its hit names the alias the cut hides
-    write(repo, "libio/iogetdelim.c", GETDELIM.replace("step", "a_much_longer_step_name" * 3))
+    # and when the body is too long to show whole (in a file too long to show whole), its hit
+    # names the alias the cut hides
+    longer = GETDELIM.replace("step", "a_much_longer_step_name" * 3)
+    write(repo, "libio/iogetdelim.c", longer + "\nint pad_line;\n" * 100)
     text = search(repo, pattern=r"^__getdelim")
     assert "goes on to line" in text
     assert "  ↳ also named `getdelim`: line 60, weak_alias (__getdelim, getdelim)" in text
@@ -829,7 +859,8 @@ def test_a_definition_of_up_to_40_lines_is_whole_and_a_longer_one_is_cut_well_sh
     text = search(repo, pattern=r"^__qsort_r")
     assert "  size_t total_size = total_elems * size;" in text
     assert "goes on to line" not in text
-    write(repo, "libio/iogetdelim.c", GETDELIM.replace("step", "a_much_longer_step_name" * 3))
+    longer = GETDELIM.replace("step", "a_much_longer_step_name" * 3)
+    write(repo, "libio/iogetdelim.c", longer + "\nint pad_line;\n" * 100)  # a long file
     text = search(repo, pattern=r"^__getdelim")
     cut = re.search(r"the definition goes on to line (\d+)", text)
     assert cut is not None and int(cut.group(1)) == 58
@@ -901,10 +932,18 @@ def test_a_call_site_shows_a_few_lines_and_a_body_shown_before_is_not_shown_agai
 ) -> None:
     # Given one call inside an 80-line function
     lines = [f"        step_{i} = prepare({i})\n" for i in range(80)]
-    write(repo, "pylint/lint/pylinter.py", (
-        "class PyLinter:\n    def check(self, files):\n" + "".join(lines[:40])
-        + "        self._lint_files(files)\n" + "".join(lines[40:]) + "        return None\n"
-    ))  # fmt: skip
+    write(
+        repo,
+        "pylint/lint/pylinter.py",
+        (
+            "class PyLinter:\n    def check(self, files):\n"
+            + "".join(lines[:40])
+            + "        self._lint_files(files)\n"
+            + "".join(lines[40:])
+            + "        return None\n"
+            + "".join(f"\n    def other_{i}(self):\n        return {i}\n" for i in range(30))
+        ),
+    )  # fmt: skip  (the rest of the class: a file too long to show whole)
     tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))))
     text = tb.run("search_code", {"pattern": r"_lint_files\("}).text
     # Then the call shows its function's name and at most five lines either side

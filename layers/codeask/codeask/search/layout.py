@@ -45,6 +45,7 @@ ALIAS_NEAR = 4  # alias lines this close after a definition's end are shown with
 CALL_AROUND = 5  # a call site widens to this many lines either side, no more
 GAP_ROWS = 8  # with room to spare, a gap this short between shown lines is filled
 SMALL_FILE = 40  # with room to spare, a file this short with a hit is shown whole
+TOP_FILE_LINES = 150  # the top hit's file this short is shown whole when it fits the budget
 COMMENT_BLOCK = 10  # a comment hit shows the lines down to the key or code it describes
 NONCODE = frozenset({"docs", "generated", "vendored"})
 NONCODE_FULL = 3  # hits of a docs, generated or vendored file shown in full; the rest are previews
@@ -734,9 +735,33 @@ class Layout:
                     f.full_lines.discard(h.line)
                     f.preview.append(h)
                 text = self.write()
+        if order:
+            text = self._whole_top_file(order[0][0], text)
         if len(text) < self.budget * WIDEN_BELOW:
             text = self._widen(order, text)
         self._text = text
+
+    def _whole_top_file(self, f: ShownFile, text: str) -> str:
+        """The top hit's file, when it is short and the budget has room for all of it, is shown
+        whole: a file with gaps in it would be the next read."""
+        lines = f.lines
+        if not lines or len(lines) > TOP_FILE_LINES or f.fh.kind in NONCODE or f.earlier:
+            return text
+        every = set(range(1, len(lines) + 1))
+        new = every - f.rows - f.full_lines
+        if not new or self._seen_before(f, 1, len(lines)):
+            return text
+        if len(text) + self._rows_cost(f, new) > self.budget * 0.95:
+            return text
+        cuts, collapsed = f.cuts, f.collapsed
+        f.rows |= new
+        f.cuts, f.collapsed = {}, set()  # nothing of it goes on elsewhere now
+        whole = self.write()
+        if len(whole) > self.budget:
+            f.rows -= new
+            f.cuts, f.collapsed = cuts, collapsed
+            return text
+        return whole
 
     def _widen(self, order: list[tuple[ShownFile, Hit]], text: str) -> str:
         """Room to spare: more of each code hit's function, best hits first, so that the loop,
