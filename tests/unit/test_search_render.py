@@ -282,6 +282,34 @@ def test_a_short_top_hit_file_is_shown_whole_when_the_budget_has_room(repo: Path
     assert "def helper_1(node):" not in text
 
 
+def test_a_line_break_in_a_pattern_searches_its_lines_apart_with_a_note(repo: Path) -> None:
+    # Given pylint's register function, its checker registered on the next line
+    write(repo, "pylint/checkers/async_checker.py", (
+        "class AsyncChecker:\n    name = 'async'\n\n\n"
+        "def register(linter: PyLinter) -> None:\n    linter.register_checker(AsyncChecker(linter))\n"
+    ))  # fmt: skip
+    # When the model writes a multi-line pattern (rg refuses `\n` without -U)
+    text = search(repo, pattern=r"def register\(linter.*\n\s+linter\.register_checker")
+    # Then each line is searched apart, the note says so, and both lines are shown
+    assert text.startswith(
+        "Note: the search reads one line at a time, so a line break (`\\n`) cannot match; each "
+        "line of the pattern was searched apart, as `def register\\(linter.*|linter\\.register_checker`"
+    )
+    assert re.search(r"^D +5  def register\(linter: PyLinter\) -> None:$", text, re.M)
+    assert re.search(r"^> +6      linter\.register_checker\(AsyncChecker\(linter\)\)$", text, re.M)
+    # a break inside a group: the pattern without it; a trailing break: the rest alone
+    assert "searched without its line breaks, as `(register|x)`" in search(
+        repo, pattern=r"(register\n|x)"
+    )
+    assert "`class AsyncChecker:` was searched alone." in search(
+        repo, pattern="class AsyncChecker:\n"
+    )
+    # and a pattern of nothing but a line break is a clear error, not rg's
+    tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))))
+    result = tb.run("search_code", {"pattern": r"\n\s*"})
+    assert result.is_error and "search for the text on either side of it" in result.text
+
+
 def test_licence_headers_rank_last(repo: Path) -> None:
     write(repo, "a_licensed.py", "# Copyright (c) 2026 uses sqlite under its licence\nx = 1\n")
     write(repo, "z_code.py", "import sqlite3\nconn = sqlite3.connect(path)\n")

@@ -273,3 +273,57 @@ def _is_component(text: str, start: int, a: int, b: int, end: int) -> bool:
     left = a == start or text[a - 1] == "_" or (text[a - 1].islower() and text[a].isupper())
     right = b == end or text[b] == "_" or (text[b - 1].islower() and text[b].isupper())
     return left or right
+
+
+_EDGE_SPACE = re.compile(r"^(?:\^|\\s[*+]|\s)+|(?:\$|\\s[*+]|\s)+$")
+
+
+def per_line(pattern: str) -> tuple[str, str | None]:
+    """A pattern with a line break in it (`\\n`, which rg refuses without multi-line mode) as
+    one it can run, and a note saying what was searched: its lines apart, as alternatives,
+    or the pattern without its line breaks when a break sits inside a group. ValueError when
+    nothing but line breaks is left."""
+    cuts: list[tuple[int, int]] = []  # where a line break is written, escaped or raw
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith(("\\r\\n", "\\n"), i):
+            n = 4 if pattern.startswith("\\r\\n", i) else 2
+            cuts.append((i, i + n))
+            i += n
+        elif pattern[i] == "\\":
+            i += 2
+        elif pattern[i] in "\r\n":
+            cuts.append((i, i + 1))
+            i += 1
+        else:
+            i += 1
+    if not cuts:
+        return pattern, None
+    pieces, start = [], 0
+    for a, b in cuts:
+        pieces.append(pattern[start:a])
+        start = b
+    pieces.append(pattern[start:])
+    lines = [_EDGE_SPACE.sub("", p) for p in pieces]
+    lines = [p for p in lines if _has_literal(p)]
+    said = "the search reads one line at a time, so a line break (`\\n`) cannot match; "
+    if lines and all(compile_python(p, ignore_case=False) is not None for p in lines):
+        if len(lines) == 1:
+            return lines[0], f"Note: {said}`{lines[0]}` was searched alone."
+        joined = "|".join(p if len(split_alternatives(p)) == 1 else f"(?:{p})" for p in lines)
+        return joined, (
+            f"Note: {said}each line of the pattern was searched apart, as `{joined}`: "
+            "matches of them on adjacent lines are the multi-line match."
+        )
+    bare = "".join(pieces)
+    if _has_literal(bare) and compile_python(bare, ignore_case=False) is not None:
+        return bare, f"Note: {said}the pattern was searched without its line breaks, as `{bare}`."
+    raise ValueError(
+        "the search reads one line at a time, so a line break (`\\n`) cannot match, and the "
+        "pattern has nothing else to search for: search for the text on either side of it"
+    )
+
+
+def _has_literal(pattern: str) -> bool:
+    """Some letter or digit of its own to search for (`\\s*` and `^` alone have none)."""
+    return re.search(r"\w", re.sub(r"\\.", "", pattern)) is not None
