@@ -114,7 +114,8 @@ SEARCH_DESCRIPTION = (
     "of up to 25 matches shows every one; a bigger one shows the best with context, then one-line "
     "previews, then counts per file, and the header says whether the list is complete and how "
     "many matches a glob or path left out. No match: each word of the pattern is counted alone. "
-    "In an alternation ('send_request|RetryPolicy') every alternative gets its share. Narrow with "
+    "In an alternation ('send_request|RetryPolicy') every alternative gets its share. Lines are "
+    "matched one at a time: a \\n in the pattern searches its lines apart. Narrow with "
     "`glob` ('*.{c,h}', '!**/tests/**') or `path` (a directory or one file)."
 )
 READ_DESCRIPTION = (
