@@ -10,10 +10,11 @@ it, never one above:
              Slack in (the ack) and out (the worker's posts), the queued job, DynamoDB state
       │
     engine   answer, agent, model, tools, search (the rg runner, syntax, ranking, rendering),
-             search_only, mirror, snapshot, workspace, verify, denylist, pathglob
+             search_only, mirror, snapshot, workspace, verify, denylist
              one question over a pinned snapshot; knows nothing of Slack, SQS or Lambda
       │
-    shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram
+    shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram, pathglob,
+             scope (a channel's part of a repo, which botconfig grants)
              what every layer may use; imports nothing above it
 
 One more rule, for speed: the ack (`slack_ingress`, and whatever `lambdas.ack` runs) answers
@@ -58,7 +59,6 @@ LAYERS: dict[str, frozenset[str]] = {
             "workspace",
             "verify",
             "denylist",
-            "pathglob",
         }
     ),  # fmt: skip
     "shared": frozenset(
@@ -71,6 +71,8 @@ LAYERS: dict[str, frozenset[str]] = {
             "redact",
             "permalinks",
             "diagram",
+            "pathglob",
+            "scope",
         }
     ),  # fmt: skip
 }
