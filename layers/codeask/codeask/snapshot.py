@@ -10,6 +10,7 @@ from pathlib import Path
 
 from codeask.denylist import DenyList
 from codeask.errors import ToolRefused
+from codeask.scope import PathScope
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,15 @@ class RepoRef:
 
 @dataclass(eq=False)
 class Snapshot:
-    """Files of one repo at `sha` under `root`; denied paths are invisible through every method."""
+    """Files of one repo at `sha` under `root`; denied paths are invisible through every method,
+    and so is everything outside `scope` (the part of the repo the asker's channel may read,
+    which is all that was written to `root` in the first place)."""
 
     root: Path
     sha: str
     repo: RepoRef
     deny: DenyList = field(default_factory=DenyList)
+    scope: PathScope = field(default_factory=PathScope)
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -61,7 +65,7 @@ class Snapshot:
             dirnames[:] = keep
             for f in filenames:
                 rel = f"{rel_dir}/{f}" if rel_dir else f
-                if not self.deny.is_denied(rel):
+                if not self.deny.is_denied(rel) and self.scope.admits(rel):
                     out.append(rel.replace(os.sep, "/"))
         out.sort()
         return tuple(out)
@@ -119,7 +123,16 @@ class Snapshot:
             raise ToolRefused(
                 f"{rel!r} is on the deny-list of secret-shaped paths and cannot be read"
             )
+        if rel and not self.in_scope(rel):
+            raise ToolRefused(
+                f"{rel!r} is outside the part of {self.repo.name} this channel may read "
+                f"({self.scope.describe()}); paths outside it cannot be searched, listed or read"
+            )
         return rel
+
+    def in_scope(self, rel: str) -> bool:
+        """Whether `rel` is a file in scope, or a directory that may hold some."""
+        return self.scope.whole or self.scope.admits(rel) or self.scope.may_hold(rel)
 
     def resolve(self, path: str) -> tuple[str, Path]:
         """The normalised relative path and its real location, refusing anything that escapes the root."""
@@ -135,6 +148,8 @@ class Snapshot:
             inner = str(real)[len(str(self.root)) + 1 :]
             if inner and self.deny.is_denied(inner):
                 raise ToolRefused(f"{rel!r} leads to a deny-listed path and cannot be read")
+            if inner and not self.in_scope(inner):
+                raise ToolRefused(f"{rel!r} leads outside what this channel may read")
         return rel, real
 
     def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:
