@@ -18,9 +18,13 @@ class DiskUsage:
 
     def line(self) -> str:
         return (
-            f"{self.bytes / 1e6:,.1f} MB on disk, {self.files:,} distinct files "
-            f"({self.naive_bytes / 1e6:,.1f} MB if shared files were counted per snapshot)"
+            f"{_size(self.bytes)} on disk, {self.files:,} distinct files "
+            f"({_size(self.naive_bytes)} if shared files were counted per snapshot)"
         )
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 1e6 else f"{n / 1e3:,.0f} kB"
 
 
 def disk_usage(root: Path) -> DiskUsage:
