@@ -10,11 +10,11 @@ it, never one above:
              Slack in (the ack) and out (the worker's posts), the queued job, DynamoDB state
       │
     engine   answer, agent, model, tools, search (the rg runner, syntax, ranking, rendering),
-             search_only, mirror, snapshot, workspace, verify, denylist
+             search_only, mirror, snapshot, workspace, verify, denylist, filewindow
              one question over a pinned snapshot; knows nothing of Slack, SQS or Lambda
       │
-    shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram, pathglob,
-             scope (a channel's part of a repo, which botconfig grants)
+    shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram, pathdisplay,
+             deadline, pathglob, scope (a channel's part of a repo, which botconfig grants)
              what every layer may use; imports nothing above it
 
 One more rule, for speed: the ack (`slack_ingress`, and whatever `lambdas.ack` runs) answers
@@ -44,7 +44,7 @@ PACKAGE = ROOT / "layers" / "codeask" / "codeask"
 LAYERS: dict[str, frozenset[str]] = {
     "edge": frozenset({"lambdas", "cli", "doctor", "evaluate"}),
     "slack": frozenset(
-        {"slack_ingress", "worker", "render", "clients", "state", "job", "feedback"}
+        {"slack_ingress", "worker", "render", "clients", "state", "job", "feedback", "slack_stream"}
     ),
     "engine": frozenset(
         {
@@ -58,7 +58,9 @@ LAYERS: dict[str, frozenset[str]] = {
             "snapshot",
             "workspace",
             "verify",
+            "holdback",
             "denylist",
+            "filewindow",
         }
     ),  # fmt: skip
     "shared": frozenset(
@@ -71,6 +73,8 @@ LAYERS: dict[str, frozenset[str]] = {
             "redact",
             "permalinks",
             "diagram",
+            "pathdisplay",
+            "deadline",
             "pathglob",
             "scope",
         }

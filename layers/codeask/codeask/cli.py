@@ -10,11 +10,28 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from codeask.errors import BadInput, CodeaskError
+from codeask.errors import BadInput, CodeaskError, first_line
 
 
 def _progress(msg: str) -> None:
     print(f"· {msg}", file=sys.stderr, flush=True)
+
+
+class _Terminal:
+    """Prints the answer as it is written: only what is settled, each path checked first, and
+    an unverified one followed by its mark (holdback.marked), exactly as in the final text."""
+
+    def __init__(self) -> None:
+        self.printed = ""
+
+    def show(self, settled: Any) -> None:
+        from codeask.holdback import marked
+
+        text = marked(settled.text, settled.verification)
+        if text.startswith(self.printed):
+            sys.stdout.write(text[len(self.printed) :])
+            sys.stdout.flush()
+            self.printed = text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,6 +90,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _logs_to_stderr() -> None:
+    """The engine logs through powertools, which writes to stdout for Lambda; on a terminal
+    stdout is the command's output (`tool` prints exactly what the model reads), so logs go to
+    stderr."""
+    import logging
+
+    import codeask.ops  # noqa: F401 - makes the powertools logger, whose handler is moved
+
+    for handler in logging.getLogger("codeask").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
@@ -85,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "ask":
             return _ask(args)
         if args.command == "tool":
+            _logs_to_stderr()
             return _tool(args)
         if args.command == "eval":
             return _eval(args)
@@ -120,6 +151,7 @@ def _say_uncommitted(synced: Any) -> None:
 
 def _ask(args: argparse.Namespace) -> int:
     from codeask.answer import ask
+    from codeask.pathdisplay import display_path
     from codeask.settings import Settings
 
     repos = args.repo or ["."]
@@ -132,24 +164,31 @@ def _ask(args: argparse.Namespace) -> int:
     specs = [_spec(r, args.branch) for r in repos]
     if len({s.name for s in specs}) < len(specs):
         raise BadInput("two --repo values have the same name; give repos with distinct names")
+    terminal = None if args.json else _Terminal()
     ans = ask(
         args.question,
         specs,
         settings,
         on_event=None if args.quiet else _progress,
         deadline=started + args.deadline if args.deadline else None,
+        sink=terminal,
     )
     if args.json:
         print(json.dumps(ans.to_json(), indent=2, ensure_ascii=False))
         return 0
-    print(ans.text)
+    if terminal is not None and terminal.printed:
+        print()  # the answer streamed; end its last line
+    else:
+        from codeask.holdback import marked
+
+        print(marked(ans.text, ans.verification))
     if ans.warning:
         print("\n" + ans.warning)
     cites = ans.verification.citations
     if cites:
         print("\nCitations:")
         for m in cites:
-            where = m.path + (f":{m.start_line}" if m.start_line else "")
+            where = display_path(m.path) + (f":{m.start_line}" if m.start_line else "")
             if m.end_line and m.end_line != m.start_line:
                 where += f"-{m.end_line}"
             print(f"  {where}" + (f"  {m.url}" if m.url else ""))
@@ -173,8 +212,11 @@ def _tool(args: argparse.Namespace) -> int:
 
     try:
         tool_args = json.loads(args.args)
-    except json.JSONDecodeError as e:
-        raise BadInput(f"tool arguments must be a JSON object: {e}") from None
+    except (
+        ValueError,
+        RecursionError,
+    ) as e:  # bad JSON, a number past Python's digit limit, deep nesting
+        raise BadInput(f"tool arguments must be a JSON object: {first_line(e)}") from None
     if not isinstance(tool_args, dict):
         raise BadInput('tool arguments must be a JSON object, e.g. \'{"pattern": "retry"}\'')
     settings = Settings.from_env()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codeask.errors import ConfigError
-from codeask.pathglob import compile_glob
+from codeask.pathglob import Glob, parse_glob
 
 _META = frozenset("*?[{")
 
@@ -34,20 +33,18 @@ class PathScope:
         return PathScope((*self.layers, layer)) if layer else self
 
     @functools.cached_property
-    def _compiled(self) -> tuple[tuple[tuple[bool, re.Pattern[str], str], ...], ...]:
-        return tuple(
-            tuple((g.startswith("!"), compile_glob(g.removeprefix("!")), g) for g in layer)
-            for layer in self.layers
-        )
+    def _compiled(self) -> tuple[tuple[Glob, ...], ...]:
+        return tuple(tuple(parse_glob(g) for g in layer) for layer in self.layers)
 
     def admits(self, path: str) -> bool:
         """Whether the file `path` is in scope (directories: may_hold)."""
         rel = path.strip("/")
         for layer in self._compiled:
             verdict = False
-            for negated, rx, _ in layer:
-                if rx.match(rel):
-                    verdict = not negated
+            for glob in layer:
+                # A glob naming a directory covers everything below it, as in .gitignore.
+                if glob.matches_tree(rel):
+                    verdict = not glob.negated
             if not verdict:
                 return False
         return True
@@ -57,7 +54,7 @@ class PathScope:
         of the tree skips only the directories that cannot hold anything in scope)."""
         rel = directory.strip("/")
         return all(
-            any(not negated and _glob_may_hold(g, rel) for negated, _, g in layer)
+            any(not glob.negated and _glob_may_hold(glob.text, rel) for glob in layer)
             for layer in self._compiled
         )
 
@@ -116,8 +113,8 @@ def parse_paths(value: object, where: str) -> tuple[str, ...]:
                 "(no '..', '~' or NUL)"
             )
         try:
-            compile_glob(g.removeprefix("!"))
-        except (ValueError, re.error) as e:
+            parse_glob(g)
+        except ValueError as e:
             raise ConfigError(f"CODEASK_CONFIG: {where} glob {glob!r} is not valid: {e}") from None
         out.append(g)
     if all(g.startswith("!") for g in out):

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
+from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
 from codeask.search.filekinds import KIND_WEIGHT, file_kind
 from codeask.tools import Toolbox
@@ -245,15 +246,21 @@ def answer(
         )
     evidence = rank_evidence(toolbox, [t for t, _ in pairs], [o for _, o in pairs])[:TOP_FILES]
     if not evidence:
+        large = [note for _, o in pairs if (note := o.large_note())]
         return SearchOnlyResult(
-            label + "\nNo matches for " + ", ".join(o.describe() for _, o in pairs) + ".",
+            label
+            + "\nNo matches for "
+            + ", ".join(o.describe() for _, o in pairs)
+            + "."
+            + "".join("\n" + note for note in large),
             [],
             [o.describe() for _, o in pairs],
         )
     rows = [label, "The most likely places, best first:"]
     for i, ev in enumerate(evidence, 1):
         snippet = _snippet(toolbox, ev)
-        rows.append(f"{i}. `{ev.path}:{ev.line}` (matches {', '.join(dict.fromkeys(ev.terms))})")
+        where = f"{display_path(ev.path)}:{ev.line}"
+        rows.append(f"{i}. `{where}` (matches {', '.join(dict.fromkeys(ev.terms))})")
         rows.append("```\n" + snippet + "\n```")
     rows.append("Read these to confirm; a model-backed answer would follow the trail further.")
     safe = toolbox.gate.apply(

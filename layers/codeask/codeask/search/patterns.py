@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
+from typing import Any
 
 _WORD_CHAR = re.compile(r"\w")
 _PLAIN_WORD = re.compile(r"\w{2,}")
@@ -48,11 +49,68 @@ def split_alternatives(pattern: str) -> list[str]:
 
 
 def compile_python(pattern: str, *, ignore_case: bool) -> re.Pattern[str] | None:
-    """The pattern as Python's `re` reads it (rg's syntax mostly agrees), or None when it cannot."""
+    """The pattern as Python's `re` reads it (rg's syntax mostly agrees), or None when it cannot,
+    or when Python's backtracking could take exponential time on it (see `_may_backtrack`):
+    rg, whose engine is linear, still finds the matches; only their spans go unmarked."""
     try:
+        if _may_backtrack(pattern):
+            return None
         return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except (re.error, RecursionError, OverflowError, ValueError):
         return None
+
+
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT"})
+_WIDE = frozenset({"ANY", "NOT_LITERAL"})  # `.` and `[^x]`: most of any line matches them
+WIDE_REPEATS_MAX = 2  # `.*a.*b` is fine; each more `.*` multiplies the work by a line's length
+
+
+def _may_backtrack(pattern: str) -> bool:
+    """A repeat around another repeat or an alternation (`(a+)+`, `(a|a)*`: exponential), or
+    more than WIDE_REPEATS_MAX repeats of a wide item (`.*.*.*x`: a power of the line's length)."""
+    from re import _parser  # type: ignore[attr-defined]  # the tree `re.compile` itself builds
+
+    wide = 0
+
+    def walk(items: Any, inside: bool) -> bool:
+        nonlocal wide
+        for op, av in items:
+            name = str(op)
+            if name in _REPEATS:
+                _low, high, sub = av
+                if high > 1:
+                    if inside:
+                        return True
+                    wide += any(str(o) in _WIDE or _negated(o, a) for o, a in sub)
+                    if walk(sub, True):
+                        return True
+                    continue
+            if name == "BRANCH" and inside:
+                return True
+            for child in _children(name, av):
+                if walk(child, inside):
+                    return True
+        return False
+
+    return walk(_parser.parse(pattern), False) or wide > WIDE_REPEATS_MAX
+
+
+def _negated(op: Any, av: Any) -> bool:
+    return str(op) == "IN" and bool(av) and str(av[0][0]) == "NEGATE"
+
+
+def _children(name: str, av: Any) -> list[Any]:
+    if name == "SUBPATTERN":
+        return [av[-1]]
+    if name == "BRANCH":
+        return list(av[1])
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [av[1]]
+    if name in _REPEATS or name in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT"):
+        return [av[-1]]
+    if name == "GROUPREF_EXISTS":
+        return [b for b in av[1:] if b]
+    return []
 
 
 @dataclass(frozen=True)
@@ -86,11 +144,17 @@ class Pattern:
 
     @cached_property
     def plain_words(self) -> list[str]:
-        """The words when every alternative is a plain word (`redis`, `redis|memcached`), else []."""
+        """The alternatives that are plain words: `redis`, both of `redis|memcached`, and
+        `_IO_cleanup` in `_IO_cleanup|lock\\(`."""
+        return [a for a in self.alternatives if _PLAIN_WORD.fullmatch(a)]
+
+    def plain_word_of(self, alternative: int | None) -> str | None:
+        """The plain word a hit of this alternative matched (None for a regex alternative)."""
         alts = self.alternatives
-        if all(_PLAIN_WORD.fullmatch(a) for a in alts):
-            return alts
-        return []
+        word = alts[0] if alternative is None and len(alts) == 1 else None
+        if alternative is not None and 0 <= alternative < len(alts):
+            word = alts[alternative]
+        return word if word is not None and _PLAIN_WORD.fullmatch(word) else None
 
     def spans(self, text: str, limit: int = 4) -> list[tuple[int, int]]:
         """Where the pattern matched in one line (Python's reading), at most `limit` spans."""
@@ -119,12 +183,30 @@ class Pattern:
         return None if best is None else best[1]
 
 
-def word_fit(text: str, start: int, end: int) -> str:
+@lru_cache(maxsize=256)
+def is_identifier(word: str) -> bool:
+    """A word that is a name on its own (`_IO_cleanup`, `commonEnv`), not a plain English word:
+    `_IO_cleanup_region_start` is another name, while `redis_client` is about redis."""
+    return (
+        "_" in word.strip("_") or word.startswith("_") or re.search(r"[a-z][A-Z]", word) is not None
+    )
+
+
+def word_fit(text: str, start: int, end: int, *, identifier: bool = False) -> str:
     """'whole' for a whole word, 'part' for a part of an identifier (snake_case, camelCase),
-    'edge' when it starts or ends a longer word ('redis' in 'redistribute', a stem), 'inside'
-    when it sits within one ('edis' in 'redistribute')."""
+    'edge' when it starts or ends a longer word ('redis' in 'redistribute', a stem, or an
+    identifier in a longer one), 'inside' when it sits within one ('edis' in 'redistribute')."""
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
+    if identifier:
+        # a name grown on the right is another name (`_IO_cleanup_region_start`); one with a
+        # prefix at a boundary is often about it (`freeClusterNode`, `do_set_arena_max`)
+        left_whole = not _WORD_CHAR.match(before)
+        right_whole = not _WORD_CHAR.match(after)
+        prefixed = before == "_" or (before.islower() and text[start : start + 1].isupper())
+        if right_whole:
+            return "whole" if left_whole else "part" if prefixed else "edge"
+        return "edge" if left_whole or prefixed else "inside"
     first = text[start : start + 1]
     last = text[end - 1 : end]
     left_whole = not _WORD_CHAR.match(before)
