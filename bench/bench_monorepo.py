@@ -1,6 +1,7 @@
 """Benchmark: a 100k-file monorepo. Its first snapshot against `git archive | tar -x`, a one-file
-commit's snapshot (built from the last snapshot, or from a spare) against writing it whole, the
-disk two snapshots take, and `search_code` against bare rg over it.
+commit's snapshot (built from the last snapshot, or from a spare) and copying a prepared one onto
+local disk against writing it whole, the disk two snapshots take, and `search_code` against bare
+rg over it.
 
 `python bench/bench_monorepo.py [--files N]` runs this case alone; `make bench` runs it with the
 rest. The repository is built once under bench/out/ (bare, by `git fast-import`) and reused.
@@ -76,6 +77,10 @@ def _archive(repo: Path, ref: str, dest: Path) -> None:
                    env=GIT_ENV)  # fmt: skip
 
 
+def _copy(src: Path, dest: Path) -> None:
+    subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
+
+
 def _row(name: str, a: list[float], b: list[float], aim: str | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
     ratios = sorted(x / y for x, y in zip(a, b, strict=True))
     row = {"name": name, "ratio": round(statistics.median(ratios), 3),
@@ -93,11 +98,11 @@ def run(
     reps: int = REPS,
 ) -> list[dict[str, Any]]:
     repo = make_monorepo(out / f"monorepo{files // 1000}k.git", files)
-    work = out / "monorepo-snapshots"
+    work = out / f"monorepo{files // 1000}k-snapshots"  # runs of two sizes never share one
     remove_tree(work)
     main = RepoSpec.parse(str(repo), branch="main", name="mono")
     nxt = RepoSpec.parse(str(repo), branch="next", name="mono")
-    first, archive, linked, spared, rewrite, prepared = [], [], [], [], [], []
+    first, archive, linked, spared, rewrite, prepared, copied = [], [], [], [], [], [], []
     one_disk: list[int] = []
     two_disk: list[int] = []
     naive: list[int] = []
@@ -128,6 +133,12 @@ def run(
         spared.append(_ms(lambda store=store: store.sync(nxt)))
         fresh = MirrorStore(work / "m", work / f"rewrite-{i}", DenyList())
         rewrite.append(_ms(lambda fresh=fresh: fresh.sync(nxt)))
+        # What a snapshot prepared elsewhere (the warmer's EFS) would cost to bring onto /tmp:
+        # a copy of every file. Here from the same local disk, so a lower bound.
+        copy = work / f"copy-{i}"
+        src = fresh.sync(nxt).snapshot.root
+        copied.append(_ms(lambda src=src, copy=copy: _copy(src, copy)))
+        remove_tree(copy)
         remove_tree(work / f"rewrite-{i}")
         remove_tree(work / f"s{i}")
     label = f"monorepo ({tree_files:,} files)"
@@ -139,6 +150,8 @@ def run(
              spared, rewrite, "< 0.1"),  # fmt: skip
         _row(f"{label}: making the spare (after an answer, off the question's path) vs writing whole",
              prepared, rewrite),  # fmt: skip
+        _row(f"{label}: copying a prepared snapshot onto local disk (cp -a) vs writing it whole",
+             copied, rewrite),  # fmt: skip
         {"name": f"{label}: disk for two snapshots (unique inodes) vs one",
          "ratio": round(statistics.median(t / o for t, o in zip(two_disk, one_disk, strict=True)), 4),
          "a_mb": round(statistics.median(two_disk) / 1e6, 1),
