@@ -314,7 +314,7 @@ def test_where_links_are_impossible_files_are_written_instead(
 def test_disk_for_two_snapshots_is_one_tree_plus_the_change(
     store: MirrorStore, work: GitWorkTree
 ) -> None:
-    from codeask.mirror.diskuse import disk_usage, freed_by_removing
+    from codeask.mirror.diskuse import disk_usage
 
     spec = RepoSpec.parse(str(work.path))
     store.sync(spec)
@@ -327,14 +327,51 @@ def test_disk_for_two_snapshots_is_one_tree_plus_the_change(
     # (the changed file, the new manifest, and README.md: top-level files are always written)
     assert two.files == one.files + 3
     assert two.naive_bytes > two.bytes
-    # And removing the old snapshot would free only what no other snapshot holds
-    old = next(p for p in store.snapshot_dir(spec).iterdir() if p != new_root(store, spec))
-    freed = freed_by_removing(old)
-    assert 0 < freed < disk_usage(old).bytes
 
 
-def new_root(store: MirrorStore, spec: RepoSpec) -> Path:
-    return store.sync(spec).snapshot.root
+def test_pruning_frees_the_old_snapshot_and_its_spare_and_nothing_the_others_hold(
+    tmp_path: Path, work: GitWorkTree
+) -> None:
+    from codeask.mirror.diskuse import disk_usage
+
+    # Given snapshots of two commits, the second built from the first, and a spare of the first
+    # (made after a follow-up pinned to it), which links every one of its files
+    store = MirrorStore(tmp_path / "m", tmp_path / "s", DENY, snapshots_keep=2)
+    spec = RepoSpec.parse(str(work.path))
+    old = store.sync(spec).snapshot
+    work.commit({"src/app.py": "print('v2')\n"})
+    mid = store.sync(spec).snapshot
+    assert store.prepare_next(spec, old)
+    only_old = os.lstat(old.root / "src/app.py")
+    shared = os.lstat(old.root / "src/lib/util.py")
+    assert only_old.st_nlink == 2 and shared.st_nlink == 3  # old, its spare; and mid
+    # When the first is unused for ten minutes and a third commit (made from the spare) makes it
+    # one snapshot too many
+    os.utime(old.root, (0, 0))
+    work.commit({"docs/guide.md": "v2\n"})
+    new = store.sync(spec).snapshot
+    # Then it is gone, and what stays on disk is exactly what the two remaining snapshots hold,
+    # each file counted once: the files only the first held were freed
+    assert sorted(store.snapshot_dir(spec).iterdir()) == sorted([mid.root, new.root])
+    left = _file_inodes(store.snapshot_root)
+    assert left == _file_inodes(mid.root) | _file_inodes(new.root)
+    assert (only_old.st_dev, only_old.st_ino) not in left
+    both = disk_usage(mid.root, new.root)
+    assert both.files == len(left) and both.bytes < both.naive_bytes
+    # And a file the first shared is still whole in the others, held by them alone
+    assert os.lstat(mid.root / "src/lib/util.py").st_ino == shared.st_ino
+    assert os.lstat(new.root / "src/lib/util.py").st_nlink == 2
+    assert (new.root / "src/lib/util.py").read_text() == "def u(): pass\n"
+
+
+def _file_inodes(root: Path) -> set[tuple[int, int]]:
+    """The files (and symlinks) under `root`, as the inodes that hold them."""
+    out = set()
+    for d, _, files in os.walk(root):
+        for name in files:
+            st = os.lstat(os.path.join(d, name))
+            out.add((st.st_dev, st.st_ino))
+    return out
 
 
 def test_pruning_the_old_snapshot_leaves_the_new_one_whole(

@@ -27,11 +27,11 @@ def _size(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 1e6 else f"{n / 1e3:,.0f} kB"
 
 
-def disk_usage(root: Path) -> DiskUsage:
-    """Walk `root` counting every inode once (hard links are space shared, not repeated)."""
+def disk_usage(*roots: Path) -> DiskUsage:
+    """Walk `roots` counting every inode once (hard links are space shared, not repeated)."""
     seen: set[tuple[int, int]] = set()
     files = size = naive = 0
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in (w for root in roots for w in os.walk(root)):
         for name in dirnames + filenames:
             try:
                 st = os.lstat(os.path.join(dirpath, name))
@@ -47,25 +47,3 @@ def disk_usage(root: Path) -> DiskUsage:
             if not stat.S_ISDIR(st.st_mode):
                 files += 1
     return DiskUsage(files, size, naive)
-
-
-def freed_by_removing(snapshot: Path) -> int:
-    """Bytes that removing this one snapshot would give back: its directories and the files no
-    other snapshot links to (a shared file's space is freed only when the last holder goes)."""
-    inside: dict[tuple[int, int], tuple[int, int]] = {}  # inode -> (links seen here, st_nlink)
-    freed = 0
-    for dirpath, dirnames, filenames in os.walk(snapshot):
-        for name in dirnames + filenames:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                freed += st.st_blocks * 512
-                continue
-            key = (st.st_dev, st.st_ino)
-            seen, nlink = inside.get(key, (0, st.st_nlink))
-            inside[key] = (seen + 1, nlink)
-            if seen + 1 == nlink:
-                freed += st.st_blocks * 512
-    return freed

@@ -126,22 +126,29 @@ class Snapshots:
             seen[view] = seen.get(view, 0) + 1
             if seen[view] <= self.keep or now - mtime <= _SNAPSHOT_IDLE_S:
                 continue
-            # Rename first so nobody starts reading a half-deleted tree under its real name.
-            trash = repo_dir / f".trash-{path.name}-{uuid.uuid4().hex[:8]}"
-            try:
-                os.rename(path, trash)
-            except OSError:
-                continue
-            with _guard:
-                for key in [k for k in _cache if k[0] == path]:
-                    del _cache[key]
-                _touched.pop(path, None)
-            remove_tree(trash)
+            self._evict(path)
         names = {
             e.name for e in entries if _SNAPSHOT_DIR_RE.match(e.name) and os.path.isdir(e.path)
         }
         for orphan in spare.orphans(repo_dir, names):
             remove_tree(orphan)  # its snapshot is gone: it would only hold that one's files
+
+    def _evict(self, path: Path) -> None:
+        """Remove a snapshot and its spares. Its files shared with other snapshots stay theirs;
+        the space of the rest is freed only with the spares, which link every one of them."""
+        # Rename first so nobody starts reading a half-deleted tree under its real name.
+        trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(path, trash)
+        except OSError:
+            return
+        with _guard:
+            for key in [k for k in _cache if k[0] == path]:
+                del _cache[key]
+            _touched.pop(path, None)
+        remove_tree(trash)
+        for made in spare.of(path):
+            remove_tree(made)
 
 
 def _newest(repo_dir: Path, view: str) -> Path | None:

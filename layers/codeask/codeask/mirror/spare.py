@@ -70,6 +70,16 @@ def orphans(repo_dir: Path, snapshots: set[str]) -> list[Path]:
     return [repo_dir / n for n in names if n[len(PREFIX) : -9] not in snapshots]
 
 
+def of(snapshot: Path) -> list[Path]:
+    """The spares made of `snapshot` (at most one per process racing to make one)."""
+    try:
+        names = [e.name for e in os.scandir(snapshot.parent)]
+    except OSError:
+        return []
+    own = f"{PREFIX}{snapshot.name}-"
+    return [snapshot.parent / n for n in names if n.startswith(own) and len(n) == len(own) + 8]
+
+
 def claim(repo_dir: Path, view: View, tmp: Path) -> bool:
     """Take a spare of this view for the caller's own, renamed to `tmp`; whether there was one.
 
