@@ -25,6 +25,8 @@ class SmallDisk:
         self.root = root.absolute()
         self.capacity = capacity
         self.refused = 0  # writes refused for want of space
+        # Set when a write found more on the disk than it holds: bytes got there past the seam.
+        self.overfilled = False
 
     def used(self) -> int:
         seen: set[int] = set()
@@ -42,6 +44,7 @@ class SmallDisk:
 
     def write(self, fd: int, data: memoryview) -> int:
         room = self.capacity - self.used()
+        self.overfilled |= room < 0
         if room <= 0:
             self.refused += 1
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -388,11 +388,12 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     job = json.loads(records[0]["body"])
     ack(click("codeask_feedback_down", "U0ALICE", f"{job['channel']}:{job['message_ts']}"))  # vote
     work(records)  # skipped
-    # a snapshot whose completion marker went missing on disk: written again, counted as a repair
-    markers = list((stack.tmp / "snapshots").glob("*/*.complete"))
-    assert markers
-    for marker in markers:
-        marker.unlink()
+    # a snapshot whose manifest went missing on disk: written again, counted as a repair
+    manifests = list((stack.tmp / "snapshots").glob("*/*/.codeask-snapshot"))
+    assert manifests
+    for manifest in manifests:
+        manifest.parent.chmod(0o755)
+        manifest.unlink()
     ack(mention_now(**{"event_id": "Ev0AGAIN1", "event.ts": "1764430050.000100"}))
     work(stack.queued())  # answered, after the repair
     config = {

@@ -40,8 +40,17 @@ def repo_of(git_repo: Callable[..., GitWorkTree], name: str, kb: int) -> RepoSpe
     return RepoSpec.parse(str(work.path))
 
 
+def app_at(
+    git_repo: Callable[..., GitWorkTree], tmp: Path
+) -> tuple[GitWorkTree, RepoSpec, MirrorStore]:
+    """A repository of a 300 KiB file, a 100 KiB one and a README, to commit to; its store."""
+    work = git_repo("app")
+    work.commit({"README.md": "v1\n", "data/big.bin": "x" * (300 * KB), "data/small.txt": "y" * (100 * KB)})  # fmt: skip
+    return work, RepoSpec.parse(str(work.path)), store_at(tmp)
+
+
 def snapshots_of(store: MirrorStore, spec: RepoSpec) -> list[str]:
-    """The names under the repo's snapshot folder: snapshots, markers, and anything left over."""
+    """The names under the repo's snapshot folder: snapshots, spares, and anything left over."""
     where = store.snapshot_dir(spec)
     return sorted(p.name for p in where.iterdir()) if where.exists() else []
 
@@ -67,7 +76,7 @@ def test_idle_snapshots_of_other_repos_are_removed_to_make_room(
     # When a question needs a 400 KiB snapshot of a third repo
     got = store.sync(new)
 
-    # Then the write met the full disk, the idle snapshot (and its marker) went to make room, the
+    # Then the write met the full disk, the idle snapshot went to make room, the
     # one used a moment ago stayed, and the new snapshot is whole
     assert disk.refused >= 1
     assert snapshots_of(store, old) == []
@@ -102,7 +111,7 @@ def test_a_disk_still_full_after_reclaiming_is_one_line_and_leaves_nothing_half_
     assert str(store.snapshot_root) in message and "MB" in message
     assert raised.value.exit_code == 3
     assert disk.refused >= 1
-    # and nothing half-written is left to be served or to take space: no tree, no marker
+    # and nothing half-written is left to be served or to take space: no tree, no temporary one
     assert snapshots_of(store, spec) == []
     assert disk.used() == 0
 
@@ -166,6 +175,89 @@ def test_the_command_line_says_disk_full_in_one_line_and_exits_3(
         assert out == ""
         assert err.count("\n") == 1 and err.startswith("codeask: no space left under"), err
         assert "Traceback" not in err and "OSError" not in err
+
+
+@pytest.mark.parametrize("start", ["last snapshot", "spare"])
+def test_a_disk_filling_up_during_an_incremental_build_leaves_nothing_half_written(
+    start: str,
+    git_repo: Callable[..., GitWorkTree],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a 500 KiB disk holding a 400 KiB snapshot used a moment ago (and, for a spare, a
+    # hard-linked copy of it made after the answer)
+    disk = SmallDisk(tmp_path / "snapshots", 500 * KB).install(monkeypatch)
+    work, spec, store = app_at(git_repo, tmp_path)
+    first = store.sync(spec).snapshot
+    if start == "spare":
+        assert store.prepare_next(spec, first)
+    before = {p: (first.root / p).read_bytes() for p in first.files}
+
+    # When a commit adds 200 KiB, more than is left, and the next question needs its snapshot
+    work.commit({"README.md": "v2\n", "data/more.bin": "z" * (200 * KB)})
+    with pytest.raises(DiskFull) as raised:
+        store.sync(spec)
+
+    # Then the build met the full disk part way, and failed in one line that estimates what the
+    # change needs (0.2 MB), not the whole tree (0.6 MB); nothing half-written is left, and the
+    # snapshot it was built from is whole
+    message = str(raised.value)
+    assert disk.refused >= 1 and not disk.overfilled
+    assert "\n" not in message and "needs about 0.2 MB" in message, message
+    assert snapshots_of(store, spec) == [first.root.name]
+    assert {p: (first.root / p).read_bytes() for p in first.files} == before
+    assert disk.used() <= 420 * KB
+
+    # When room is made, the next question gets the new snapshot, built from the first: the
+    # unchanged files shared, the new one whole
+    disk.capacity = 1024 * KB
+    got = store.sync(spec).snapshot
+    assert got.files == ("README.md", "data/big.bin", "data/more.bin", "data/small.txt")
+    assert (got.root / "data" / "more.bin").read_text() == "z" * (200 * KB)
+    assert (got.root / "README.md").read_text() == "v2\n"
+    big = (got.root / "data" / "big.bin").stat()
+    assert big.st_ino == (first.root / "data" / "big.bin").stat().st_ino
+    assert disk.used() < 650 * KB
+
+
+@pytest.mark.parametrize(("need_kb", "evicted"), [(350, 1), (450, 2)])
+def test_room_is_counted_by_the_disk_so_shared_files_free_nothing_until_their_last_holder_goes(
+    need_kb: int,
+    evicted: int,
+    git_repo: Callable[..., GitWorkTree],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from codeask.mirror.space import Free
+
+    # Given two idle snapshots of one repo, the second built from the first (a 300 KiB file
+    # shared, a 100 KiB one each of their own), a spare of the first linking all of its files,
+    # and 300 KiB free
+    disk = SmallDisk(tmp_path / "snapshots", 2048 * KB).install(monkeypatch)
+    work, spec, store = app_at(git_repo, tmp_path)
+    old = store.sync(spec).snapshot
+    work.commit({"data/small.txt": "z" * (100 * KB)})
+    new = store.sync(spec).snapshot
+    assert store.prepare_next(spec, old)
+    assert (new.root / "data" / "big.bin").stat().st_ino == (old.root / "data" / "big.bin").stat().st_ino  # fmt: skip
+    age(old.root, 7200)
+    age(new.root, 3600)
+    disk.capacity = disk.used() + 300 * KB
+
+    # When room is wanted for more than is free
+    got = store.snapshots.reclaim(Free(need_kb * KB, 1))
+
+    # Then the older snapshot went first, with its spare, freeing only the file it alone held;
+    # the shared one is freed only when the newer snapshot goes too, when that is still needed
+    assert got == evicted
+    assert disk.free(tmp_path / "snapshots").bytes >= need_kb * KB
+    left = snapshots_of(store, spec)
+    if evicted == 1:
+        assert left == [new.root.name]
+        assert (new.root / "data" / "big.bin").read_text() == "x" * (300 * KB)
+        assert (new.root / "data" / "big.bin").stat().st_nlink == 1
+    else:
+        assert left == []
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,9 @@ import pytest
 from codeask.denylist import DenyList
 from codeask.errors import RepoUnavailable
 from codeask.mirror import MirrorStore, Repair, RepoSpec
+from codeask.mirror.manifest import MANIFEST_NAME, Manifest
 from conftest import GitDaemon, GitWorkTree, tree_state
-from fakes.damage import MIRROR_DAMAGE, Damage, prepare, replace, truncate
+from fakes.damage import MIRROR_DAMAGE, Damage, flip, prepare, replace, truncate
 
 FORK = multiprocessing.get_context("fork")
 WAIT_S = 90.0
@@ -366,26 +367,49 @@ def test_what_a_killed_fetch_left_is_cleaned_by_the_next_fetch(
 SNAPSHOT_DAMAGE: dict[str, Callable[[Path], None]] = {
     "a file deleted": lambda s: _writable(s, lambda: os.unlink(s / "src" / "app.py")),
     "a file truncated": lambda s: _writable(s, lambda: truncate(s / "src" / "app.py", 3)),
+    "a file cut in place": lambda s: _writable(s, lambda: _cut(s / "src" / "app.py", 3)),
     "a file added": lambda s: _writable(s, lambda: (s / "planted.py").write_text("x = 1\n")),
-    "a folder deleted": lambda s: _writable(s, lambda: remove(s / "docs")),
-    "the marker deleted": lambda s: os.unlink(s.with_name(s.name + ".complete")),
-    "the marker garbage": lambda s: s.with_name(s.name + ".complete").write_text("{garbage"),
-    "the marker a FIFO": lambda s: replace(s.with_name(s.name + ".complete"), "fifo"),
-    "the marker nested too deep": lambda s: _marker(s, "[" * 60_000),
-    "the marker's count overflows": lambda s: _marker(
-        s, '{"entries": 1e400, "bytes": 1, "sample": []}'
+    "a file added below": lambda s: _writable(s, lambda: (s / "src" / "x.py").write_text("x\n")),
+    "a file made a symlink": lambda s: _writable(
+        s, lambda: replace(s / "src" / "app.py", "link:../README.md")
     ),
-    "the marker samples a NUL name": lambda s: _marker(s, sample=[["a\u0000b", 1]]),
-    "the marker samples outside": lambda s: _marker(s, sample=[["../../../../etc/hostname", 1]]),
+    "a folder deleted": lambda s: _writable(s, lambda: remove(s / "docs")),
+    "the manifest deleted": lambda s: _writable(s, lambda: os.unlink(s / MANIFEST_NAME)),
+    "the manifest garbage": lambda s: _manifest(s, b"{garbage"),
+    "the manifest a FIFO": lambda s: _writable(s, lambda: replace(s / MANIFEST_NAME, "fifo")),
+    "the manifest a folder": lambda s: _writable(s, lambda: replace(s / MANIFEST_NAME, "dir")),
+    "the manifest cut short": lambda s: _manifest(s, (s / MANIFEST_NAME).read_bytes()[:-9]),
+    "the manifest a byte flipped": lambda s: _writable(s, lambda: flip(s / MANIFEST_NAME, -20)),
+    # Whole (its hash holds), but not what was written: another commit's, an entry that climbs
+    # out of the snapshot, an entry of another shape
+    "the manifest another commit's": lambda s: _manifest(s, sha="0" * 40),
+    "the manifest names a path outside": lambda s: _manifest(
+        s, entry=("../../../../etc/hostname", f"100644 {'0' * 40} 1")
+    ),
+    "the manifest holds an entry of another shape": lambda s: _manifest(
+        s, entry=("README.md", "garbage")
+    ),
 }
 
 
-def _marker(snap: Path, text: str | None = None, **changes: Any) -> None:
-    """Rewrite the snapshot's completion marker: with `text`, or as it was with `changes`."""
-    marker = snap.with_name(snap.name + ".complete")
-    if text is None:
-        text = json.dumps({**json.loads(marker.read_text()), **changes})
-    marker.write_text(text)
+def _manifest(
+    snap: Path, data: bytes | None = None, sha: str | None = None, entry: tuple[str, str] = ("", "")
+) -> None:
+    """Put another manifest in the snapshot: `data`, or what was written with a change (its
+    commit, or one entry set), hashed as codeask hashes it."""
+    if data is None:
+        was = Manifest.read_from(snap)
+        assert was is not None
+        if entry[0]:
+            was.entries[entry[0]] = entry[1]
+        data = Manifest(sha or was.sha, was.view, was.entries, was.dirs).dump()
+    path = snap / MANIFEST_NAME
+    _writable(snap, lambda: (os.unlink(path), path.write_bytes(data)))
+
+
+def _cut(path: Path, size: int) -> None:
+    os.chmod(path, 0o644)
+    os.truncate(path, size)
 
 
 def _writable(snap: Path, change: Callable[[], Any]) -> None:
@@ -404,7 +428,7 @@ def remove(path: Path) -> None:
 def test_a_damaged_snapshot_is_written_again(
     damage: Callable[[Path], None], served: Served, tmp_path: Path
 ) -> None:
-    # Given a snapshot on disk that was changed after it was written (or its marker was)
+    # Given a snapshot on disk that was changed after it was written (or its manifest was)
     first = sync_in_child(tmp_path, served.url)
     snap = Path(first["root"])
     damage(snap)

@@ -1,10 +1,10 @@
-"""Immutable snapshots on local disk: one per commit and deny-list, cached, checked, touched and pruned."""
+"""Immutable snapshots on local disk: one per commit and view (deny-list, scope), cached, checked, touched and pruned."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import random
 import re
 import stat
 import threading
@@ -18,27 +18,28 @@ import pygit2
 
 from codeask.denylist import DenyList
 from codeask.errors import DiskFull, RepoUnavailable, first_line
-from codeask.mirror import space
-from codeask.mirror.materialise import TEMP_IDLE_S, materialise, remove_tree
+from codeask.mirror import space, spare
+from codeask.mirror.incremental import delta
+from codeask.mirror.manifest import MANIFEST_NAME, Manifest, parse_entry
+from codeask.mirror.materialise import MODE_LINK, TEMP_IDLE_S, View, materialise, remove_tree
 from codeask.mirror.result import OnRepair, Repair
 from codeask.mirror.space import Free, is_full
+from codeask.scope import PathScope
 from codeask.snapshot import RepoRef, Snapshot
 
 _SNAPSHOT_DIR_RE = re.compile(r"^[0-9a-f]{40,64}-[0-9a-f]{12}$")
 _SNAPSHOT_IDLE_S = 600.0  # a snapshot untouched this long is nobody's current answer
 _TOUCH_EVERY_S = 60.0
 _CACHE_MAX = 16
-# Beside each snapshot directory: written after its last file and before it is renamed into
-# place, so a snapshot is complete iff its marker exists (and the tree still matches it).
-_MARKER = ".complete"
-_MARKER_MAX = 1 << 16
 _SAMPLES = 8  # files whose size is checked on every use: a cheap look for a partly cleaned tree
 _BLOCK = 4096
+_MANIFEST_ENTRY = 128  # about what one entry takes in a manifest, for estimating its size
 
 # Shared by every store in the process, so warm Lambda invocations reuse them.
 _guard = threading.Lock()
 # Least recently used last out; each entry may hold a large file list.
 _cache: OrderedDict[tuple[Path, RepoRef], Snapshot] = OrderedDict()
+_probes: dict[Path, _Probe] = {}
 _touched: dict[Path, float] = {}
 _pruned: dict[Path, float] = {}
 
@@ -48,16 +49,34 @@ class ObjectsUnreadable(Exception):
 
 
 @dataclass(frozen=True)
-class _Tally:
-    """What a snapshot tree holds, as its marker records it and a walk of the tree finds it."""
+class _Probe:
+    """What is looked at on each use of a snapshot checked in this process: its manifest and a
+    few of its files, each (path, whether a symlink, size) as they were when it was checked."""
 
-    entries: int  # files, symlinks and directories
-    bytes: int  # the sizes of its regular files
-    sample: tuple[tuple[str, int], ...]  # a few files spread over the tree, with their sizes
+    files: tuple[tuple[str, bool, int], ...]
+
+    @classmethod
+    def of(cls, target: Path, sample: list[str]) -> _Probe:
+        files = []
+        for rel in [MANIFEST_NAME, *sample]:
+            with contextlib.suppress(OSError, ValueError):
+                st = os.lstat(os.path.join(target, rel))
+                files.append((rel, stat.S_ISLNK(st.st_mode), st.st_size))
+        return cls(tuple(files))
+
+    def holds(self, target: Path) -> bool:
+        for rel, link, size in self.files:
+            try:
+                st = os.lstat(os.path.join(target, rel))
+            except (OSError, ValueError):
+                return False
+            if stat.S_ISLNK(st.st_mode) != link or st.st_size != size:
+                return False
+        return True
 
 
 class Snapshots:
-    """Snapshots under `root/<repo key>/<sha>-<deny fingerprint>`, keeping `keep` per repo."""
+    """Snapshots under `root/<repo key>/<sha>-<view fingerprint>`, keeping `keep` per repo and view."""
 
     def __init__(
         self, root: Path, deny: DenyList, keep: int, on_repair: OnRepair | None = None
@@ -66,58 +85,79 @@ class Snapshots:
         self.deny = deny
         self.keep = max(1, keep)
         self.on_repair = on_repair
-        self._fingerprint = deny.fingerprint()
 
-    def at(self, repo: pygit2.Repository, key: str, sha: str, ref: RepoRef) -> Snapshot:
+    def at(
+        self,
+        repo: pygit2.Repository,
+        key: str,
+        sha: str,
+        ref: RepoRef,
+        scope: PathScope | None = None,
+    ) -> Snapshot:
         """The snapshot of commit `sha` of `repo`, written on first use; `key` names the repo.
+
+        A new one is written from the newest snapshot of the same repo and view, when there is
+        one: only what changed between the two commits is written, the rest hard-linked. One
+        found damaged is written again (and told to `on_repair`).
 
         Raises ObjectsUnreadable if the repository cannot give what the tree needs, DiskFull if
         the disk stays full after old snapshots were removed.
         """
+        view = View(self.deny, scope or PathScope())
         repo_dir = self.root / key
-        target = repo_dir / f"{sha}-{self._fingerprint}"
+        target = repo_dir / f"{sha}-{view.fingerprint}"
         cache_key = (target, ref)
         with _guard:
             cached = _cache.get(cache_key)
             if cached is not None:
                 _cache.move_to_end(cache_key)
-        # Used in this process already: the marker and a few files' sizes. First use here: a
-        # walk of the whole tree against its marker (the walk a listing would make anyway).
-        fault = _fault(target, whole=cached is None)
-        if cached is not None and fault is None:
+            probe = _probes.get(target)
+        # Used in this process already: its manifest and a few files' sizes, as they were.
+        if cached is not None and probe is not None and probe.holds(target):
             self._touch(target)
             self._maybe_prune(repo_dir, target)
             return cached
-        listing = None
-        if fault is not None:
-            if fault != _MISSING and _fault(target, whole=True) is not None:
+        # First use here: its manifest (the listing, read anyway) against the tree, see _check.
+        manifest, fault = _check(repo, target, sha, view)
+        if manifest is not None and fault is None:
+            listing = tuple(sorted(manifest.entries))
+            wrote = False
+        else:
+            if fault != _MISSING:
                 self._evict(target)  # never served half there: written again instead
                 if self.on_repair is not None:
                     self.on_repair(Repair(ref.name, "snapshot", f"{target.name}: {fault}"))
-            listing = self._write(repo, sha, target, ref.name)
+            listing = self._write(repo, sha, target, view, ref.name)
+            wrote = True
         self._touch(target, force=True)
-        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny)
-        if listing is not None:
-            snapshot.seed_files(listing)
+        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny, scope=view.scope)
+        snapshot.seed_files(listing)
+        probe = _Probe.of(target, _sample(listing))
         with _guard:
             _cache[cache_key] = snapshot
+            _probes[target] = probe
             while len(_cache) > _CACHE_MAX:
                 _cache.popitem(last=False)
-        self._maybe_prune(repo_dir, target, force=listing is not None)
+        self._maybe_prune(repo_dir, target, force=wrote)
         return snapshot
 
-    def _write(self, repo: pygit2.Repository, sha: str, target: Path, name: str) -> tuple[str, ...]:
-        """Materialise with a marker; on a full disk, free old snapshots and try once more."""
+    def _write(
+        self, repo: pygit2.Repository, sha: str, target: Path, view: View, name: str
+    ) -> tuple[str, ...]:
+        """Materialise, from the newest snapshot of the view when there is one; on a full disk,
+        free old snapshots (never that one: building from it costs only the change) and try once
+        more."""
+        base = _newest(target.parent, view.fingerprint)
         try:
-            return self._materialise(repo, sha, target)
+            return self._materialise(repo, sha, target, view, base)
         except OSError as exc:
             if not is_full(exc):
                 raise self._unwritable(name, exc) from None
-        need = _need(repo, sha)
-        evicted = self.reclaim(need, keep={target})
+        need = _need(repo, sha, view, base)
+        evicted = self.reclaim(need, keep={target} if base is None else {target, base})
         if evicted or _room(self.root, need):
             try:
-                return self._materialise(repo, sha, target)
+                return self._materialise(repo, sha, target, view, base)
             except OSError as exc:
                 if not is_full(exc):
                     raise self._unwritable(name, exc) from None
@@ -128,30 +168,19 @@ class Snapshots:
             f"{have} after removing {evicted} older snapshot{'s' if evicted != 1 else ''})"
         )
 
-    def _materialise(self, repo: pygit2.Repository, sha: str, target: Path) -> tuple[str, ...]:
-        marker = _marker_of(target)
-
-        def mark(tmp: Path) -> None:
-            tally = _tally(tmp, sample=True)
-            data = {"entries": tally.entries, "bytes": tally.bytes, "sample": tally.sample}
-            part = marker.with_name(f".tmp-{marker.name}-{uuid.uuid4().hex[:8]}")
-            try:
-                part.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
-                os.replace(part, marker)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(part)
-                raise
-
+    def _materialise(
+        self, repo: pygit2.Repository, sha: str, target: Path, view: View, base: Path | None
+    ) -> tuple[str, ...]:
         try:
-            return materialise(repo, sha, target, self.deny, before_rename=mark)
+            return materialise(repo, sha, target, view, base=base)
         except (KeyError, pygit2.GitError) as exc:
             raise ObjectsUnreadable(first_line(exc)) from None
 
     def reclaim(self, need: Free, keep: set[Path] | frozenset[Path] = frozenset()) -> int:
         """Free room for `need` on the snapshot disk: leftovers first, then snapshots of any repo
         nobody used for ten minutes (one used since may be an answer's in progress), least
-        recently used first, until the disk says there is room; returns how many went.
+        recently used first, each with its spares, until the disk says there is room; returns
+        how many went.
 
         Room is read from the filesystem after each removal, never summed from sizes: a file
         hard-linked into several snapshots frees nothing until the last of them goes.
@@ -167,6 +196,7 @@ class Snapshots:
                 entries = list(os.scandir(repo_dir))
             except OSError:
                 continue
+            names = set()
             for entry in entries:
                 path = Path(entry.path)
                 try:
@@ -177,12 +207,12 @@ class Snapshots:
                     entry.name.startswith(".tmp-") and now - mtime > TEMP_IDLE_S
                 ):
                     remove_tree(path)
-                elif (
-                    _SNAPSHOT_DIR_RE.match(entry.name)
-                    and path not in keep
-                    and now - mtime > _SNAPSHOT_IDLE_S
-                ):
-                    candidates.append((mtime, path))
+                elif _SNAPSHOT_DIR_RE.match(entry.name):
+                    names.add(entry.name)
+                    if path not in keep and now - mtime > _SNAPSHOT_IDLE_S:
+                        candidates.append((mtime, path))
+            for orphan in spare.orphans(repo_dir, names):
+                remove_tree(orphan)
         candidates.sort()
         evicted = 0
         for _mtime, path in candidates:
@@ -216,7 +246,6 @@ class Snapshots:
             entries = list(os.scandir(repo_dir))
         except OSError:
             return
-        names = {entry.name for entry in entries}
         for entry in entries:
             path = Path(entry.path)
             try:
@@ -226,34 +255,40 @@ class Snapshots:
             if entry.name.startswith((".tmp-", ".trash-")):
                 if now - mtime > TEMP_IDLE_S:
                     remove_tree(path)
-            elif entry.name.endswith(_MARKER):
-                # A marker is written just before its tree is renamed in: only an old one whose
-                # tree is gone is left over.
-                if entry.name[: -len(_MARKER)] not in names and now - mtime > TEMP_IDLE_S:
-                    remove_tree(path)
             elif path != current and _SNAPSHOT_DIR_RE.match(entry.name) and entry.is_dir():
                 kept.append((mtime, path))
         kept.sort(reverse=True)
-        for mtime, path in kept[self.keep - 1 :]:
-            if now - mtime <= _SNAPSHOT_IDLE_S:
+        # `keep` per view: a channel scoped to part of the repo has snapshots of its own.
+        seen: dict[str, int] = {current.name[-12:]: 1}
+        for mtime, path in kept:
+            view = path.name[-12:]
+            seen[view] = seen.get(view, 0) + 1
+            if seen[view] <= self.keep or now - mtime <= _SNAPSHOT_IDLE_S:
                 continue
             self._evict(path)
+        names = {
+            e.name for e in entries if _SNAPSHOT_DIR_RE.match(e.name) and os.path.isdir(e.path)
+        }
+        for orphan in spare.orphans(repo_dir, names):
+            remove_tree(orphan)  # its snapshot is gone: it would only hold that one's files
 
     def _evict(self, path: Path) -> None:
-        """Remove a snapshot and its marker; first renamed, so nobody starts reading it half gone."""
+        """Remove a snapshot and its spares. Its files shared with other snapshots stay theirs;
+        the space of the rest is freed only with the spares, which link every one of them."""
+        # Rename first so nobody starts reading a half-deleted tree under its real name.
         trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
         try:
             os.rename(path, trash)
-        except FileNotFoundError:
-            pass
         except OSError:
             return
         with _guard:
             for key in [k for k in _cache if k[0] == path]:
                 del _cache[key]
+            _probes.pop(path, None)
             _touched.pop(path, None)
-        remove_tree(_marker_of(path))
         remove_tree(trash)
+        for made in spare.of(path):
+            remove_tree(made)
 
     def _unwritable(self, name: str, exc: OSError) -> RepoUnavailable:
         where = exc.filename or self.root
@@ -266,103 +301,150 @@ class Snapshots:
 _MISSING = "it is missing"
 
 
-def _marker_of(target: Path) -> Path:
-    return target.with_name(target.name + _MARKER)
+def _check(
+    repo: pygit2.Repository, target: Path, sha: str, view: View
+) -> tuple[Manifest | None, str | None]:
+    """The snapshot's manifest, and why the tree at `target` is not what it says, or None.
 
-
-def _fault(target: Path, *, whole: bool) -> str | None:
-    """Why the snapshot at `target` is not complete, or None; `whole` walks the tree too."""
-    try:
-        fd = os.open(_marker_of(target), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return "it has no completion marker" if os.path.lexists(target) else _MISSING
-    except OSError as exc:
-        return f"its completion marker cannot be read ({exc.strerror})"
-    try:
-        raw = os.read(fd, _MARKER_MAX)
-    except OSError as exc:
-        return f"its completion marker cannot be read ({exc.strerror})"
-    finally:
-        os.close(fd)
-    try:
-        data = json.loads(raw)
-        recorded = _Tally(
-            int(data["entries"]),
-            int(data["bytes"]),
-            tuple((str(rel), int(size)) for rel, size in data["sample"]),
-        )
-        if any(os.path.isabs(rel) or ".." in rel.split("/") for rel, _ in recorded.sample):
-            raise ValueError("a sample outside the snapshot")
-    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
-        return "its completion marker is not what was written"
+    No walk of the files: every directory but the top one is unchanged since the snapshot was
+    sealed iff its modification time is the manifest's (they are read-only; any entry added,
+    removed or renamed moves it), the top one (whose time moves with each use) holds exactly
+    the names the manifest gives, and a sample of files has its blob's size. A file changed in
+    place outside the sample is not seen here.
+    """
     try:
         if not stat.S_ISDIR(os.lstat(target).st_mode):
-            return "it is not a directory"
+            return None, "it is not a directory"
     except FileNotFoundError:
-        return _MISSING
-    for rel, size in recorded.sample:
+        return None, _MISSING
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror})"
+    manifest = Manifest.read_from(target)
+    if manifest is None:
+        if not os.path.lexists(target / MANIFEST_NAME):
+            return None, "it has no manifest"
+        return None, "its manifest is not what was written"
+    if (manifest.sha, manifest.view) != (sha, view.fingerprint):
+        return None, "its manifest is another snapshot's"
+    return manifest, _tree_fault(repo, target, manifest)
+
+
+def _tree_fault(repo: pygit2.Repository, target: Path, manifest: Manifest) -> str | None:
+    """Why the tree at `target` differs from its (whole) manifest, or None; see _check."""
+    try:
+        top = set(os.listdir(target))
+    except OSError as exc:
+        return f"it cannot be listed ({exc.strerror})"
+    expected = {p for p in manifest.entries if "/" not in p}
+    expected.update(d for d in manifest.dirs if d and "/" not in d)
+    expected.add(MANIFEST_NAME)
+    if top != expected:
+        odd = sorted(top - expected) or sorted(expected - top)
+        return f"its top folder {'holds' if top - expected else 'lacks'} {odd[0]!r}"
+    for d, mtime in manifest.dirs.items():
+        if not d:
+            continue
+        try:
+            st = os.lstat(os.path.join(target, d))
+        except OSError:
+            return f"{d!r} is missing"
+        if not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns != mtime:
+            return f"{d!r} was changed after the snapshot was written"
+    for rel in _sample(manifest.entries):
+        try:
+            mode, oid, _ino = parse_entry(manifest.entries[rel])
+        except ValueError:
+            return f"its manifest's entry for {rel!r} is not what was written"
+        try:
+            size = repo.odb.read_header(oid)[1]
+        except (KeyError, ValueError, pygit2.GitError):
+            continue  # the repository's fault, not the snapshot's: found when it is needed
         try:
             st = os.lstat(os.path.join(target, rel))
-        except (OSError, ValueError):  # ValueError: a NUL in the name
+        except OSError:
             return f"{rel!r} is missing"
-        if stat.S_ISREG(st.st_mode) and st.st_size != size:
+        if stat.S_ISLNK(st.st_mode) != (mode == MODE_LINK) or st.st_size != size:
             return f"{rel!r} has {st.st_size} bytes, not {size}"
-    if whole:
-        found = _tally(target, sample=False)
-        if (found.entries, found.bytes) != (recorded.entries, recorded.bytes):
-            return (
-                f"it holds {found.entries} entries and {found.bytes} bytes, "
-                f"not {recorded.entries} and {recorded.bytes}"
-            )
     return None
 
 
-def _tally(root: Path, *, sample: bool) -> _Tally:
-    """Count a tree's entries and file bytes (and pick a sample of files) without following links."""
+def _sample(paths: dict[str, str] | tuple[str, ...]) -> list[str]:
+    """A few paths spread over the listing, from a random start: each process looks at others."""
+    listed = list(paths)
+    if len(listed) <= _SAMPLES:
+        return listed
+    step = len(listed) // _SAMPLES
+    return listed[random.randrange(step) :: step][:_SAMPLES]
+
+
+def _newest(repo_dir: Path, view: str) -> Path | None:
+    """The most recently used snapshot of this repo under `view`, to build the next one from."""
+    best: tuple[float, Path] | None = None
+    try:
+        entries = list(os.scandir(repo_dir))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.name.endswith("-" + view) or not _SNAPSHOT_DIR_RE.match(entry.name):
+            continue
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if best is None or mtime > best[0]:
+            best = (mtime, Path(entry.path))
+    return None if best is None else best[1]
+
+
+def _need(repo: pygit2.Repository, sha: str, view: View, base: Path | None) -> Free:
+    """About what writing the commit's snapshot takes: built from `base`, what changed (and the
+    top folder's files, always written); else every file the view admits. Blobs in whole
+    blocks, a block per folder, and the manifest."""
+    blobs: list[str] = []
+    folders = 1
     entries = 0
-    total = 0
-    files: list[tuple[str, int]] = []
-    stack = [(str(root), "")]
+    try:
+        tree = repo[sha].peel(pygit2.Commit).tree
+        old = None if base is None else Manifest.read_from(base)
+        change = None
+        if old is not None and old.view == view.fingerprint:
+            change = delta(repo, old, tree, view)
+        if old is not None and change is not None:
+            blobs = [oid for _mode, oid in change.added.values()]
+            blobs += [
+                parse_entry(text)[1]
+                for p, text in old.entries.items()
+                if "/" not in p and p not in change.removed and p not in change.added
+            ]
+            folders += len(old.dirs)
+            entries = len(old.entries) + len(change.added)
+        else:
+            folders, blobs = _whole(tree, view)
+            entries = len(blobs)
+        blocks = folders + (entries * _MANIFEST_ENTRY + _BLOCK - 1) // _BLOCK
+        for oid in blobs:
+            blocks += (repo.odb.read_header(oid)[1] + _BLOCK - 1) // _BLOCK
+    except (KeyError, ValueError, pygit2.GitError):
+        return Free(0, 0)  # the write itself reports unreadable objects
+    return Free(blocks * _BLOCK, folders + len(blobs) + 1)
+
+
+def _whole(tree: pygit2.Tree, view: View) -> tuple[int, list[str]]:
+    """The folders and the blobs (files and symlinks) of `tree` the view admits."""
+    folders = 1
+    blobs: list[str] = []
+    stack: list[tuple[pygit2.Tree, str]] = [(tree, "")]
     while stack:
         where, prefix = stack.pop()
-        with os.scandir(where) as it:
-            for entry in it:
-                entries += 1
-                rel = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, rel + "/"))
-                elif entry.is_file(follow_symlinks=False):
-                    size = entry.stat(follow_symlinks=False).st_size
-                    total += size
-                    if sample:
-                        files.append((rel, size))
-    picked: tuple[tuple[str, int], ...] = ()
-    if files:
-        files.sort()
-        step = max(1, len(files) // _SAMPLES)
-        picked = tuple(files[::step][: _SAMPLES - 1]) + (files[-1],)
-    return _Tally(entries, total, picked)
-
-
-def _need(repo: pygit2.Repository, sha: str) -> Free:
-    """About what writing the commit's tree takes: its blobs in whole blocks, and its entries."""
-    blocks = 0
-    inodes = 1
-    try:
-        stack = [repo[sha].peel(pygit2.Commit).tree]
-        while stack:
-            tree = stack.pop()
-            for entry in tree:
-                inodes += 1
-                if isinstance(entry, pygit2.Tree):
-                    stack.append(entry)
-                    blocks += 1
-                elif isinstance(entry, pygit2.Blob):
-                    size = repo.odb.read_header(entry.id)[1]
-                    blocks += (size + _BLOCK - 1) // _BLOCK
-    except (KeyError, pygit2.GitError):
-        pass  # the write itself reports unreadable objects
-    return Free(blocks * _BLOCK, inodes)
+        for entry in where:
+            rel = prefix + (entry.name or "")
+            if isinstance(entry, pygit2.Tree):
+                if view.may_hold(rel):
+                    folders += 1
+                    stack.append((entry, rel + "/"))
+            elif isinstance(entry, pygit2.Blob) and view.admits(rel):
+                blobs.append(str(entry.id))
+    return folders, blobs
 
 
 def _room(root: Path, need: Free) -> bool:

@@ -29,6 +29,13 @@ def write(fd: int, data: memoryview) -> int:
     return os.write(fd, data)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` (a blob, a manifest) through `write`, however little each call takes."""
+    view = memoryview(data)
+    while view:
+        view = view[write(fd, view) :]
+
+
 @dataclass(frozen=True)
 class Free:
     """Space a write may still use on one filesystem."""

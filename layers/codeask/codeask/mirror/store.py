@@ -12,7 +12,9 @@ import pygit2
 
 from codeask.denylist import DenyList
 from codeask.errors import BadInput, RepoUnavailable
+from codeask.mirror import spare
 from codeask.mirror.local import LocalSource
+from codeask.mirror.materialise import View
 from codeask.mirror.remote import RemoteMirror
 from codeask.mirror.result import OnRepair, Repair, SyncResult
 from codeask.mirror.snapshots import ObjectsUnreadable, Snapshots
@@ -151,6 +153,12 @@ class MirrorStore:
         again = source.commit(full, fetch=True)
         return self._snapshot(source, again, branch, last_try=True)
 
+    def prepare_next(self, spec: RepoSpec, snapshot: Snapshot) -> bool:
+        """Make the next commit's snapshot cheap while nobody waits for it: a hard-linked spare
+        of `snapshot` (see mirror/spare.py), unless one is ready. Whether one was made."""
+        view = View(self.deny, spec.scope)
+        return spare.prepare(self.source(spec).objects(), snapshot.root, view)
+
     def last_synced_at(self, spec: RepoSpec) -> datetime | None:
         """When the source last agreed with the repository for the spec's branch (or default)."""
         return self.source(spec).last_synced_at()
@@ -158,8 +166,11 @@ class MirrorStore:
     def _snapshot(
         self, source: Source, sha: str, branch: str | None, *, last_try: bool = False
     ) -> Snapshot:
+        spec = source.spec
         try:
-            return self.snapshots.at(source.objects(), source.key, sha, source.spec.ref(branch))
+            return self.snapshots.at(
+                source.objects(), source.key, sha, spec.ref(branch), spec.scope
+            )
         except ObjectsUnreadable as exc:
             if not last_try:
                 raise
