@@ -29,6 +29,9 @@ class Snapshot:
     sha: str
     repo: RepoRef
     deny: DenyList = field(default_factory=DenyList)
+    # Where this snapshot's definitions index lives (beside the read-only tree, never inside it);
+    # None keeps it in memory (a tree that is not a materialised snapshot).
+    index_path: Path | None = None
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))

@@ -18,6 +18,7 @@ from codeask.mirror.materialise import TEMP_IDLE_S, materialise, remove_tree
 from codeask.snapshot import RepoRef, Snapshot
 
 _SNAPSHOT_DIR_RE = re.compile(r"^[0-9a-f]{40,64}-[0-9a-f]{12}$")
+INDEX_SUFFIX = ".defs"  # the definitions index of snapshot `X` is the file `X.defs` beside it
 _SNAPSHOT_IDLE_S = 600.0  # a snapshot untouched this long is nobody's current answer
 _TOUCH_EVERY_S = 60.0
 _CACHE_MAX = 16
@@ -57,7 +58,8 @@ class Snapshots:
             materialise(repo, sha, target, self.deny)
             created = True
         self._touch(target, force=True)
-        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny)
+        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny,
+                            index_path=target.with_name(target.name + INDEX_SUFFIX))  # fmt: skip
         with _guard:
             _cache[cache_key] = snapshot
             while len(_cache) > _CACHE_MAX:
@@ -100,6 +102,9 @@ class Snapshots:
                     remove_tree(path)
             elif path != current and _SNAPSHOT_DIR_RE.match(entry.name) and entry.is_dir():
                 kept.append((mtime, path))
+            elif entry.name.endswith(INDEX_SUFFIX) and now - mtime > TEMP_IDLE_S:
+                if not (repo_dir / entry.name.removesuffix(INDEX_SUFFIX)).is_dir():
+                    remove_tree(path)  # its snapshot was pruned while someone still read it
         kept.sort(reverse=True)
         for mtime, path in kept[self.keep - 1 :]:
             if now - mtime <= _SNAPSHOT_IDLE_S:
@@ -110,6 +115,8 @@ class Snapshots:
                 os.rename(path, trash)
             except OSError:
                 continue
+            # An open index stays readable to whoever has it open; new readers rebuild.
+            remove_tree(path.with_name(path.name + INDEX_SUFFIX))
             with _guard:
                 for key in [k for k in _cache if k[0] == path]:
                     del _cache[key]
