@@ -12,7 +12,7 @@ SAM_VENV := .venv-sam
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed
 
-.PHONY: ask test e2e lint bench venv sam-build deploy clean dashboard
+.PHONY: ask test e2e lint bench bench-tuning venv sam-build deploy clean dashboard
 
 $(STAMP): pyproject.toml layers/codeask/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "codeask needs Python 3.11+; set PYTHON=python3.11")'
@@ -73,6 +73,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+# `make bench` plus search-only quality on the hard tuning set (needs /work/corpora; see
+# bench/tuning/README.md); without the corpora it says so and measures the rest.
+bench-tuning: $(STAMP)
+	$(BIN)/python bench/run.py --tuning
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -97,6 +97,28 @@ def bench_imports() -> list[dict]:
              "a_ms": round(ours, 1), "b_ms": round(boto, 1)}]  # fmt: skip
 
 
+TUNING = "--tuning" in sys.argv  # `make bench-tuning`: also the hard set (needs /work/corpora)
+
+
+def quality_rows(search_quality, sets: list[str]) -> list[dict]:
+    """Search-only top-3 file and line hits per set, beside the naive grep baseline run alongside."""
+    cases = search_quality.eval_cases() if "eval" in sets else []
+    if "tuning" in sets:
+        why = search_quality.corpora_present()
+        if why:
+            print(f"skipped the tuning set: {why}", file=sys.stderr)
+        else:
+            cases += search_quality.tuning_cases()
+    out = []
+    for r in search_quality.summarise(search_quality.run(cases)):
+        out.append({"name": f"search-only top-3 on {r['set']} ({r['split']}, {r['cases']} cases)",
+                    "ratio": r["line_top3"], "file_top3": r["file_top3"],
+                    "naive_file_top3": r.get("naive_file_top3"),
+                    "naive_line_top3": r.get("naive_line_top3"),
+                    "invented": r["invented"], "p50_ms": r["p50_ms"]})  # fmt: skip
+    return out
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     tree = make_corpus(OUT / "corpus10k")
@@ -110,15 +132,14 @@ def main() -> None:
         rows += bench_sync.run(tree, OUT / "sync")
     except ImportError as e:
         rows.append({"name": "sync", "note": f"skipped: {e}"})
+    import bench_index
     import bench_loop
     import eval_search_only
+    import search_quality
 
+    rows += bench_index.run(tree)
     rows += bench_loop.run(eval_search_only.corpus("pip"))
-
-    for res in eval_search_only.run():
-        res.pop("misses")
-        rows.append({"name": f"search-only top-3 hit rate on {res['repo']}", "ratio": res["top3"],
-                     "note": f"top1 {res['top1']:.2f}, top5 {res['top5']:.2f}, {res['cases']} cases"})  # fmt: skip
+    rows += quality_rows(search_quality, ["eval", "tuning"] if TUNING else ["eval"])
     (OUT / "results.json").write_text(json.dumps(rows, indent=2))
     width = max(len(r["name"]) for r in rows)
     for r in rows:
