@@ -123,15 +123,18 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     tree = make_corpus(OUT / "corpus10k")
     print(f"corpus: {tree} ({sum(1 for _ in tree.rglob('*.py'))} files)", file=sys.stderr)
+    import bench_cold
+    import bench_local
     import bench_redact
+    import bench_sync
 
     rows = bench_search(tree) + bench_imports() + bench_redact.run()
-    try:
-        import bench_sync
 
-        rows += bench_sync.run(tree, OUT / "sync")
-    except ImportError as e:
-        rows.append({"name": "sync", "note": f"skipped: {e}"})
+    # The corpus again with thousands of commits on top: a repository with a long history.
+    history = bench_local.make_history_repo(tree, OUT / "history")
+    rows += bench_local.run(history, OUT / "local", label="synthetic (10k files, 5k commits)")
+    rows += bench_sync.run(history, OUT / "sync")
+    rows += bench_cold.run(OUT)
     import bench_index
     import bench_loop
     import eval_search_only

@@ -1,11 +1,13 @@
-"""Shared git fixtures: throwaway repositories built with the git binary, served on 127.0.0.1."""
+"""Shared fixtures: throwaway git repositories, served on 127.0.0.1, and the `codeask` command."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -176,6 +178,55 @@ def git_daemon(tmp_path: Path) -> Iterator[GitDaemon]:
         yield daemon
     finally:
         daemon.stop()
+
+
+def cli_env(tmp: Path) -> dict[str, str]:
+    """An environment for the CLI: its own home, mirrors and snapshots; no model key, no AWS."""
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")}
+    return {
+        **keep,
+        "HOME": str(tmp / "home"),
+        "MIRROR_ROOT": str(tmp / "mirrors"),
+        "SNAPSHOT_ROOT": str(tmp / "snapshots"),
+    }
+
+
+def run_codeask(
+    *args: str, env: Mapping[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`codeask ARGS…` as a user runs it, in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "codeask.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=dict(env),
+        timeout=120,
+    )
+
+
+def python313() -> str | None:
+    """A working python3.13 (Lambda's runtime version): on PATH, or pyenv's 3.13.0."""
+    candidates = [shutil.which("python3.13")]
+    if shutil.which("pyenv"):
+        prefix = subprocess.run(["pyenv", "prefix", "3.13.0"], capture_output=True, text=True)
+        if prefix.returncode == 0:
+            candidates.append(prefix.stdout.strip() + "/bin/python3.13")
+    for exe in candidates:
+        if exe and subprocess.run([exe, "-V"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every path under root (a .git directory included) with its mtime, size and mode."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, root)] = (st.st_mtime_ns, st.st_size, st.st_mode)
+    return out
 
 
 # The loopback AWS/Slack/model stack for integration tests lives with the other fakes.

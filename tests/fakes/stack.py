@@ -169,6 +169,60 @@ def emf_documents(text: str) -> list[dict[str, Any]]:
     return docs
 
 
+def provision(
+    moto_url: str, repo: Path, tmp: Path, slack: FakeSlack, model: FakeMessagesAPI
+) -> dict[str, str]:
+    """A queue, a table and the bot's secret in moto, the channels in the fake Slack, and the
+    environment the functions need to use them, the repository `repo` and the fake model."""
+    import boto3
+
+    aws = {
+        "AWS_ENDPOINT_URL": moto_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    queue_url = session.client("sqs", endpoint_url=moto_url).create_queue(
+        QueueName=f"jobs-{uuid.uuid4().hex[:8]}"
+    )["QueueUrl"]
+    table = f"state-{uuid.uuid4().hex[:8]}"
+    session.client("dynamodb", endpoint_url=moto_url).create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    slack.channels[CHANNEL] = Channel(id=CHANNEL, name="billing-dev")
+    slack.channels["C0SHARED1"] = Channel(id="C0SHARED1", name="shared", is_ext_shared=True)
+    secret_arn = session.client("secretsmanager", endpoint_url=moto_url).create_secret(
+        Name=f"codeask-{uuid.uuid4().hex[:8]}",
+        SecretString=json.dumps(
+            {"SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN,
+             "ANTHROPIC_API_KEY": "sk-ant-" + "e2e-test-key", "GIT_TOKEN": ""}
+        ),
+    )["ARN"]  # fmt: skip
+    config = {"repos": {"billing": {"url": str(repo), "branch": "main"}},
+              "channels": {CHANNEL: ["billing"]}}  # fmt: skip
+    return {
+        **aws,
+        "HOME": str(tmp / "home"),
+        "MIRROR_ROOT": str(tmp / "mirrors"),
+        "SNAPSHOT_ROOT": str(tmp / "snapshots"),
+        "POWERTOOLS_METRICS_NAMESPACE": "Codeask",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "SECRETS_ARN": secret_arn,
+        "QUEUE_URL": queue_url,
+        "TABLE_NAME": table,
+        "CODEASK_CONFIG": json.dumps(config),
+        "SLACK_API_URL": slack.base_url,
+        "ANTHROPIC_BASE_URL": model.base_url,
+    }
+
+
 @pytest.fixture
 def stack(
     moto: MotoServer,
@@ -177,8 +231,6 @@ def stack(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> Iterator[Stack]:
-    import boto3
-
     from codeask import clients, lambdas
 
     # Opt-in: with CODEASK_EMF_LOG set, the EMF documents the handlers print are appended there
@@ -188,60 +240,19 @@ def stack(
     moto.reset()
     repo = git_repo("billing")
     repo.commit(REPO_FILES, message="initial")
-    env = {
-        "AWS_ENDPOINT_URL": moto.url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-        "HOME": str(tmp_path / "home"),
-        "MIRROR_ROOT": str(tmp_path / "mirrors"),
-        "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
-        "POWERTOOLS_METRICS_NAMESPACE": "Codeask",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
     for k in ("ANTHROPIC_API_KEY", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "CODEASK_DEADLINE_S"):
         monkeypatch.delenv(k, raising=False)
-    sqs = boto3.client("sqs")
-    queue_url = sqs.create_queue(QueueName=f"jobs-{uuid.uuid4().hex[:8]}")["QueueUrl"]
-    ddb = boto3.client("dynamodb")
-    table = f"state-{uuid.uuid4().hex[:8]}"
-    ddb.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
     with (
         FakeSlack(bot_token=BOT_TOKEN, bot_user_id=sign.BOT_USER, team_id=sign.TEAM) as slack,
         FakeMessagesAPI() as model,
     ):
-        slack.channels[CHANNEL] = Channel(id=CHANNEL, name="billing-dev")
-        slack.channels["C0SHARED1"] = Channel(id="C0SHARED1", name="shared", is_ext_shared=True)
-        secret_arn = boto3.client("secretsmanager").create_secret(
-            Name=f"codeask-{uuid.uuid4().hex[:8]}",
-            SecretString=json.dumps(
-                {"SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_BOT_TOKEN": BOT_TOKEN,
-                 "ANTHROPIC_API_KEY": "sk-ant-" + "e2e-test-key", "GIT_TOKEN": ""}
-            ),
-        )["ARN"]  # fmt: skip
-        config = {"repos": {"billing": {"url": str(repo.path), "branch": "main"}},
-                  "channels": {CHANNEL: ["billing"]}}  # fmt: skip
-        for k, v in {
-            "SECRETS_ARN": secret_arn,
-            "QUEUE_URL": queue_url,
-            "TABLE_NAME": table,
-            "CODEASK_CONFIG": json.dumps(config),
-            "SLACK_API_URL": slack.base_url,
-            "ANTHROPIC_BASE_URL": model.base_url,
-        }.items():
+        env = provision(moto.url, repo.path, tmp_path, slack, model)
+        for k, v in env.items():
             monkeypatch.setenv(k, v)
         lambdas.reset_settings()
         clients.aws.cache_clear()
         clients.slack.cache_clear()
-        yield Stack(moto, slack, model, repo, queue_url, table, tmp_path)
+        yield Stack(moto, slack, model, repo, env["QUEUE_URL"], env["TABLE_NAME"], tmp_path)
         lambdas.reset_settings()
         clients.aws.cache_clear()
         clients.slack.cache_clear()

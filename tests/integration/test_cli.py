@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from conftest import cli_env
+from conftest import run_codeask as codeask
 from fakes import billing
 
 SLACK_TOKEN = "xoxb-" + "2222222222-3333333333-" + "ZyXwVuTsRqPoNmLkJiHgFeDc"
@@ -23,28 +22,9 @@ FILES = {
 }
 
 
-def codeask(
-    *args: str, env: dict[str, str], stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "codeask.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")}
-    return {
-        **keep,
-        "HOME": str(tmp_path / "home"),
-        "MIRROR_ROOT": str(tmp_path / "mirrors"),
-        "SNAPSHOT_ROOT": str(tmp_path / "snapshots"),
-    }
+    return cli_env(tmp_path)
 
 
 @pytest.fixture
@@ -74,7 +54,7 @@ def test_ask_json_has_the_documented_shape(repo, env: dict[str, str]) -> None:
     assert out["searches"] and out["tool_calls"] >= len(out["searches"])
     assert out["answer"].startswith("**Search-only answer**")
     # progress went to stderr, not into the JSON
-    assert "syncing billing" in done.stderr and "searched" in done.stderr
+    assert "reading in place billing" in done.stderr and "searched" in done.stderr
 
 
 def test_ask_text_states_the_sha_and_never_prints_secrets(repo, env: dict[str, str]) -> None:

@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import cli_env, run_codeask
 from fakes import billing
 
 
 def codeask(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp / "home"),
-           "MIRROR_ROOT": str(tmp / "mirrors"), "SNAPSHOT_ROOT": str(tmp / "snapshots")}  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "codeask.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    return run_codeask(*args, env=cli_env(tmp))
 
 
 @pytest.fixture

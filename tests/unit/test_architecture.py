@@ -10,10 +10,11 @@ it, never one above:
              Slack in (the ack) and out (the worker's posts), the queued job, DynamoDB state
       │
     engine   answer, agent, model, tools, search (the rg runner, syntax, ranking, rendering),
-             search_only, mirror, snapshot, workspace, verify, denylist, pathglob
+             search_only, mirror, snapshot, workspace, verify, denylist, pathglob, filewindow
              one question over a pinned snapshot; knows nothing of Slack, SQS or Lambda
       │
-    shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram
+    shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram, pathdisplay,
+             deadline
              what every layer may use; imports nothing above it
 
 One more rule, for speed: the ack (`slack_ingress`, and whatever `lambdas.ack` runs) answers
@@ -59,6 +60,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "verify",
             "denylist",
             "pathglob",
+            "filewindow",
         }
     ),  # fmt: skip
     "shared": frozenset(
@@ -71,6 +73,8 @@ LAYERS: dict[str, frozenset[str]] = {
             "redact",
             "permalinks",
             "diagram",
+            "pathdisplay",
+            "deadline",
         }
     ),  # fmt: skip
 }

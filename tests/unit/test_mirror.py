@@ -23,6 +23,7 @@ from codeask.denylist import DenyList
 from codeask.errors import BadInput, RepoUnavailable, ToolRefused
 from codeask.mirror import MirrorStore, RepoSpec, StaleNote, SyncResult
 from codeask.settings import Settings
+from codeask.snapshot import Snapshot
 from conftest import GitDaemon, GitWorkTree, free_port, run_git
 
 # Forking keeps children cheap and lets them share test-local callables; CI is Linux.
@@ -81,7 +82,7 @@ def files_on_disk(root: Path) -> set[str]:
 
 
 def snapshot_dirs(store: MirrorStore, spec: RepoSpec) -> set[str]:
-    repo_dir = store.snapshot_root / store.mirror_dir(spec).name
+    repo_dir = store.snapshot_dir(spec)
     return {p.name for p in repo_dir.iterdir()} if repo_dir.exists() else set()
 
 
@@ -230,11 +231,17 @@ def test_first_sync_gives_a_snapshot_of_the_head(store: MirrorStore, upstream: U
     # Then the snapshot holds exactly those files at the upstream head
     assert isinstance(result, SyncResult)
     assert result.sha == upstream.work.head() == result.snapshot.sha
-    assert (result.branch, result.fetched, result.stale) == ("main", True, None)
+    assert (result.branch, result.stale) == ("main", None)
     assert result.snapshot.files == ("README.md", "src/app.py")
     assert (result.snapshot.root / "src/app.py").read_text() == "print('v1')\n"
     assert result.snapshot.repo.branch == "main"
-    assert {"remote_head", "fetch", "snapshot", "total"} <= result.timings_ms.keys()
+    # And a remote was fetched into its mirror, while a local repository was read in place
+    if upstream.transport == "git":
+        assert result.fetched
+        assert {"remote_head", "fetch", "snapshot", "total"} <= result.timings_ms.keys()
+    else:
+        assert not result.fetched and not store.mirror_root.exists()
+        assert {"resolve", "snapshot", "total"} <= result.timings_ms.keys()
 
 
 def test_unchanged_remote_is_not_fetched_again(store: MirrorStore, upstream: Upstream) -> None:
@@ -268,8 +275,8 @@ def test_new_commit_gives_a_new_snapshot_and_leaves_the_old_one(
     sha = upstream.commit({"src/app.py": "print('v2')\n", "docs/new.md": "new\n"})
     new = store.sync(spec)
 
-    # Then it is fetched into a new snapshot while the old one is untouched
-    assert (new.fetched, new.sha) == (True, sha)
+    # Then it is read into a new snapshot (fetched, if remote) while the old one is untouched
+    assert (new.fetched, new.sha) == (upstream.transport == "git", sha)
     assert new.snapshot.root != old.snapshot.root
     assert (new.snapshot.root / "src/app.py").read_text() == "print('v2')\n"
     assert "docs/new.md" in new.snapshot.files
@@ -287,8 +294,8 @@ def test_force_push_is_followed(store: MirrorStore, upstream: Upstream) -> None:
     sha = upstream.rewrite({"only.txt": "rewritten\n"})
     result = store.sync(spec)
 
-    # Then the mirror follows the new, unrelated history
-    assert (result.fetched, result.sha) == (True, sha)
+    # Then the new, unrelated history is followed
+    assert (result.fetched, result.sha) == (upstream.transport == "git", sha)
     assert result.snapshot.files == ("only.txt",)
 
 
@@ -362,8 +369,8 @@ def test_same_name_different_urls_do_not_collide(
     # When both are synced
     r1, r2 = store.sync(spec_one), store.sync(spec_two)
 
-    # Then each has its own mirror and snapshot
-    assert store.mirror_dir(spec_one) != store.mirror_dir(spec_two)
+    # Then each has its own snapshots
+    assert store.snapshot_dir(spec_one) != store.snapshot_dir(spec_two)
     assert (r1.snapshot.files, r2.snapshot.files) == (("one.txt",), ("two.txt",))
 
 
@@ -494,6 +501,25 @@ def test_symlinks_are_recreated_and_the_jail_refuses_escapes(
     assert snapshot.resolve("inner")[1] == snapshot.root / "README.md"
 
 
+def test_a_new_snapshot_lists_exactly_what_a_walk_of_its_tree_finds(
+    store: MirrorStore, work: GitWorkTree
+) -> None:
+    # Given a tree with nested dirs, denied files and dirs, and links to files, dirs and outside
+    work.commit(
+        {"a/b/c.py": "c\n", "a/.env": "X=1\n", "secrets/k.txt": "k\n", "z.txt": "z\n"},
+        symlinks={"a/link": "b", "top": "a/b/c.py", "out": "/etc"},
+    )
+
+    # When a snapshot is written (and its listing taken from the writer)
+    snapshot = store.sync(RepoSpec.parse(str(work.path))).snapshot
+
+    # Then the listing equals a fresh walk of the same directory
+    walked = Snapshot(snapshot.root, snapshot.sha, snapshot.repo, deny=store.deny).files
+    assert snapshot.files == walked
+    assert {"a/b/c.py", "a/link", "top", "out", "z.txt"} <= set(walked)
+    assert not {"a/.env", "secrets/k.txt"} & set(walked)
+
+
 def test_submodules_are_skipped(store: MirrorStore, work: GitWorkTree) -> None:
     # Given a repository with a gitlink (submodule) entry
     work.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/lib")
@@ -568,9 +594,9 @@ def test_snapshot_at_an_absent_sha_is_bad_input(
         store.snapshot_at(spec, sha)
 
 
-def test_snapshot_at_without_a_mirror_is_bad_input(store: MirrorStore, work: GitWorkTree) -> None:
+def test_snapshot_at_without_a_mirror_is_bad_input(store: MirrorStore, served: Upstream) -> None:
     with pytest.raises(BadInput, match="no mirror"):
-        store.snapshot_at(RepoSpec.parse(str(work.path)), work.head())
+        store.snapshot_at(RepoSpec.parse(served.url), served.work.head())
 
 
 # ---- pruning --------------------------------------------------------------------------------
@@ -788,10 +814,10 @@ def test_ref_lock_files_left_by_a_killed_writer_do_not_wedge_the_mirror(
 
 
 def test_a_mirror_that_cannot_be_opened_is_rebuilt(
-    store: MirrorStore, work: GitWorkTree, tmp_path: Path
+    store: MirrorStore, served: Upstream, tmp_path: Path
 ) -> None:
     # Given a mirror directory that is not a repository any more
-    spec = RepoSpec.parse(str(work.path))
+    spec = RepoSpec.parse(served.url)
     mirror = store.mirror_dir(spec)
     mirror.mkdir(parents=True)
     (mirror / "junk").write_text("not a repo\n")
@@ -800,7 +826,7 @@ def test_a_mirror_that_cannot_be_opened_is_rebuilt(
     result = MirrorStore(store.mirror_root, store.snapshot_root, store.deny).sync(spec)
 
     # Then the mirror is rebuilt and the answer is current
-    assert (result.fetched, result.sha) == (True, work.head())
+    assert (result.fetched, result.sha) == (True, served.work.head())
     assert pygit2.Repository(str(mirror)).is_bare
 
 

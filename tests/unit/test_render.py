@@ -13,7 +13,7 @@ import pytest
 
 from codeask.answer import Answer
 from codeask.botconfig import Refusal
-from codeask.mirror import StaleNote
+from codeask.mirror import StaleNote, UncommittedNote
 from codeask.render import (
     Failure,
     SlackMessage,
@@ -487,6 +487,19 @@ def test_the_stale_note_is_shown(make_answer: MakeAnswer) -> None:
     assert "may be stale" in text
     assert "2025-03-01 09:30 UTC" in text
     assert "fetch timed out" in text
+
+
+def test_uncommitted_changes_left_out_are_shown(make_answer: MakeAnswer) -> None:
+    # Given an answer read from a local work tree with uncommitted changes
+    note = UncommittedNote(repo="billing", sha=SHA, changed=2, untracked=1)
+    answer = make_answer("Retries start in `billing/worker.py:141`.", uncommitted=[note])
+    # When it is rendered
+    text = all_text(render_answer(answer)[0])
+    # Then readers are told which commit was read and that the changes are not in it
+    assert "uncommitted changes" in text and "not included" in text
+    assert "2 changed files, 1 untracked" in text and SHA[:7] in text
+    # And a clean one says nothing of the kind
+    assert "uncommitted" not in all_text(render_answer(make_answer("Clean."))[0])
 
 
 # --- failures -----------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -362,17 +361,15 @@ def test_unknown_remote_still_verifies_but_has_no_links(tmp_path: Path) -> None:
     assert m.verified and m.url is None
 
 
-def test_large_tree_and_answer_verify_quickly(tmp_path: Path) -> None:
+def test_a_large_tree_and_a_long_answer_have_every_mention_judged(tmp_path: Path) -> None:
     # Given a 50k-file tree (listing faked; no line checks needed) and a 4 KB answer
     s = Snapshot(root=tmp_path, sha=SHA, repo=RepoRef(name="big", url="https://github.com/a/b"))
     files = tuple(sorted(f"pkg{i % 500}/mod{i % 37}/file_{i}.py" for i in range(50_000)))
     s.__dict__["files"] = files  # seeds the cached listing instead of writing 50k files
     sentence = "See pkg3/mod3/file_3.py, file_77.py, mod5/file_5.py and `nope/missing.py`. "
     answer = sentence * (4096 // len(sentence))
-    # When it is verified
-    began = time.perf_counter()
+    # When it is verified (its speed is measured by `make bench`, not asserted here)
     v = verify_answer(answer, s)
-    took = time.perf_counter() - began
-    # Then every mention is judged, well within an interactive budget
+    # Then every mention is judged, and only the missing path is unverified
     assert len(v.mentions) == 4 * (4096 // len(sentence))
-    assert took < 1.0, took
+    assert {m.path for m in v.unverified} == {"nope/missing.py"}

@@ -141,6 +141,23 @@ def _message_blocks(content: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _sendable(value: Any) -> Any:
+    """A copy of what the model wrote that can go back to the API as UTF-8: a lone surrogate in
+    a tool call's input (its tool gets it as sent and refuses it) would make the next request
+    unsendable and lose the answer."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_sendable(v) for v in value]
+    if isinstance(value, dict):
+        return {_sendable(k): _sendable(v) for k, v in value.items()}
+    return value
+
+
 def _add_user_text(messages: list[dict[str, Any]], text: str) -> None:
     """Add text to the pending user turn (after its tool results): roles must alternate."""
     last = messages[-1]
@@ -303,7 +320,7 @@ class _Loop:
         blocks = _message_blocks(response.content)
         self.texts.extend(b["text"] for b in blocks if b["type"] == "text" and b["text"].strip())
         self.messages.append(
-            {"role": "assistant", "content": blocks or [{"type": "text", "text": "…"}]}
+            {"role": "assistant", "content": _sendable(blocks) or [{"type": "text", "text": "…"}]}
         )
         return _Reply(blocks, response.stop_reason)
 

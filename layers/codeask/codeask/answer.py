@@ -14,7 +14,8 @@ from typing import Any
 from codeask import search_only
 from codeask.agent import Budget, StopReason, Turn, run_loop
 from codeask.errors import BadInput
-from codeask.mirror import TAG_PREFIX, MirrorStore, RepoSpec, StaleNote, redact_url
+from codeask.mirror import TAG_PREFIX, MirrorStore, RepoSpec, StaleNote, UncommittedNote, redact_url
+from codeask.mirror.spec import is_local
 from codeask.model import ModelClient, ModelUnavailable, Usage, make_client, price_for, prices
 from codeask.ops import span
 from codeask.permalinks import commit_link
@@ -51,6 +52,8 @@ class Answer:
     model: str | None = None
     fetched: bool = False  # the sync fetched new commits
     model_fallback: bool = False  # the model was unavailable and search-only stood in
+    # Local work trees read at their last commit while holding changes the answer does not see.
+    uncommitted: list[UncommittedNote] = field(default_factory=list)
 
     @property
     def search_only(self) -> bool:
@@ -103,6 +106,16 @@ class Answer:
             ],
             "warning": self.warning,
             "stale": self.stale.message() if self.stale else None,
+            "uncommitted": [
+                {
+                    "repo": n.repo,
+                    "sha": n.sha,
+                    "changed": n.changed,
+                    "untracked": n.untracked,
+                    "message": n.message(),
+                }
+                for n in self.uncommitted
+            ],  # fmt: skip
             "searches": self.searches,
             "tool_calls": self.tool_calls,
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
@@ -148,6 +161,18 @@ def wants_latest(question: str) -> bool:
     return _LATEST_RE.search(question) is not None
 
 
+@dataclass
+class _Read:
+    """What one question reads of a repo (or several): the snapshot, its label and notes."""
+
+    snapshot: Snapshot
+    label: str  # the branch, "tag v2.3" or "commit 3f9c21a"
+    stale: StaleNote | None = None
+    fetched: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+    uncommitted: list[UncommittedNote] = field(default_factory=list)
+
+
 def _checkout(
     ref_notes: list[str],
     spec: RepoSpec,
@@ -157,9 +182,9 @@ def _checkout(
     notify: Callable[[str], None],
     *,
     refs: bool = True,
-) -> tuple[Snapshot, str, StaleNote | None, bool, dict[str, float]]:
+) -> _Read:
     """The snapshot to read: a ref the question names, the thread's commit for a follow-up, else
-    the remote's head."""
+    the branch head (the remote's, or the local repository's own)."""
     ref = ref_in_question(question) if refs else None
     if ref is not None:
         kind, name = ref
@@ -167,11 +192,11 @@ def _checkout(
             if kind == "commit":
                 notify(f"reading commit {name[:12]}")
                 snap = store.fetch_commit(spec, name)
-                return snap, f"commit {snap.sha[:7]}", None, False, {}
+                return _Read(snap, f"commit {snap.sha[:7]}")
             notify(f"reading {kind} {name}")
             synced = store.sync(dataclasses.replace(spec, branch=name))
             label = f"tag {name}" if synced.branch.startswith(TAG_PREFIX) else synced.branch
-            return synced.snapshot, label, synced.stale, synced.fetched, synced.timings_ms
+            return _Read(synced.snapshot, label, synced.stale, synced.fetched, synced.timings_ms)
         except BadInput as e:
             # "stops at 3.5 seconds" is not a tag: say so, and read the usual branch instead.
             notify(f"{e}; reading the default branch")
@@ -183,11 +208,20 @@ def _checkout(
         try:
             snap = store.snapshot_at(spec, sha)
             notify(f"follow-up: reading the thread's commit {sha[:7]}")
-            return snap, spec.branch or "(pinned)", None, False, {}
+            return _Read(snap, spec.branch or "(pinned)")
         except BadInput:
-            notify(f"the thread's commit {sha[:7]} is gone from the mirror; reading the latest")
+            notify(f"the thread's commit {sha[:7]} can no longer be read; reading the latest")
     synced = store.sync(spec)
-    return synced.snapshot, synced.branch, synced.stale, synced.fetched, synced.timings_ms
+    if synced.uncommitted is not None:
+        notify(synced.uncommitted.message())
+    return _Read(
+        synced.snapshot,
+        synced.branch,
+        synced.stale,
+        synced.fetched,
+        synced.timings_ms,
+        [synced.uncommitted] if synced.uncommitted else [],
+    )
 
 
 def _checkout_all(
@@ -197,7 +231,7 @@ def _checkout_all(
     history: list[Turn],
     question: str,
     notify: Callable[[str], None],
-) -> tuple[Snapshot, str, StaleNote | None, bool, dict[str, float]]:
+) -> _Read:
     """One repo as before; several synced in parallel and joined into one workspace."""
     shas = history[-1].sha.split(",") if history else []
     if len(specs) == 1:
@@ -209,13 +243,18 @@ def _checkout_all(
             lambda sp_pin: _checkout(ref_notes, sp_pin[0], store, sp_pin[1], question, notify, refs=False),
             zip(specs, pins, strict=True),
         ))  # fmt: skip
-    snapshot = Workspace([d[0] for d in done])
-    branch = ", ".join(f"{sp.name}: {d[1]}" for sp, d in zip(specs, done, strict=True))
-    stale = next((d[2] for d in done if d[2] is not None), None)
-    timings = {
-        f"{sp.name}_{k}": v for sp, d in zip(specs, done, strict=True) for k, v in d[4].items()
-    }
-    return snapshot, branch, stale, any(d[3] for d in done), timings
+    return _Read(
+        Workspace([d.snapshot for d in done]),
+        ", ".join(f"{sp.name}: {d.label}" for sp, d in zip(specs, done, strict=True)),
+        next((d.stale for d in done if d.stale is not None), None),
+        any(d.fetched for d in done),
+        {
+            f"{sp.name}_{k}": v
+            for sp, d in zip(specs, done, strict=True)
+            for k, v in d.timings.items()
+        },
+        [note for d in done for note in d.uncommitted],
+    )
 
 
 def ask(
@@ -241,11 +280,11 @@ def ask(
     if not specs:
         raise BadInput("no repository to read")
     for sp in specs:
-        notify(f"syncing {sp.name} ({redact_url(sp.url)})")
+        how = "reading in place" if is_local(sp.url) else "syncing"
+        notify(f"{how} {sp.name} ({redact_url(sp.url)})")
     with span("sync"):
-        snapshot, branch, stale, fetched, sync_timings = _checkout_all(
-            ref_notes, specs, store, history, question, notify
-        )
+        read = _checkout_all(ref_notes, specs, store, history, question, notify)
+    snapshot, branch, stale, fetched = read.snapshot, read.label, read.stale, read.fetched
     t_sync = time.monotonic()
     notify(
         f"{'fetched' if fetched else 'up to date'} at {snapshot.sha[:7]} "
@@ -320,7 +359,7 @@ def ask(
             "answer": (t_answer - t_sync) * 1000,
             "verify": (t_verify - t_answer) * 1000,
             "total": (t_verify - started) * 1000,
-            **{f"sync_{k}": v for k, v in sync_timings.items()},
+            **{f"sync_{k}": v for k, v in read.timings.items()},
             **loop_timings,
         },
         usage={**usage.as_dict(), "rounds": rounds},
@@ -330,6 +369,7 @@ def ask(
         model=settings.model if mode == Mode.CLAUDE else None,
         fetched=fetched,
         model_fallback=settings.has_model and mode == Mode.SEARCH_ONLY,
+        uncommitted=read.uncommitted,
     )
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from codeask.errors import BadInput, CodeaskError
+from codeask.errors import BadInput, CodeaskError, first_line
 
 
 def _progress(msg: str) -> None:
@@ -73,6 +73,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _logs_to_stderr() -> None:
+    """The engine logs through powertools, which writes to stdout for Lambda; on a terminal
+    stdout is the command's output (`tool` prints exactly what the model reads), so logs go to
+    stderr."""
+    import logging
+
+    import codeask.ops  # noqa: F401 - makes the powertools logger, whose handler is moved
+
+    for handler in logging.getLogger("codeask").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
@@ -85,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "ask":
             return _ask(args)
         if args.command == "tool":
+            _logs_to_stderr()
             return _tool(args)
         if args.command == "eval":
             return _eval(args)
@@ -112,8 +126,15 @@ def _spec(repo: str, branch: str | None) -> Any:
     return RepoSpec.parse(repo, branch=branch)
 
 
+def _say_uncommitted(synced: Any) -> None:
+    """On stderr, so that stdout stays exactly what the tool or check produced."""
+    if synced.uncommitted is not None:
+        print(f"⚠️ {synced.uncommitted.message()}", file=sys.stderr)
+
+
 def _ask(args: argparse.Namespace) -> int:
     from codeask.answer import ask
+    from codeask.pathdisplay import display_path
     from codeask.settings import Settings
 
     repos = args.repo or ["."]
@@ -143,7 +164,7 @@ def _ask(args: argparse.Namespace) -> int:
     if cites:
         print("\nCitations:")
         for m in cites:
-            where = m.path + (f":{m.start_line}" if m.start_line else "")
+            where = display_path(m.path) + (f":{m.start_line}" if m.start_line else "")
             if m.end_line and m.end_line != m.start_line:
                 where += f"-{m.end_line}"
             print(f"  {where}" + (f"  {m.url}" if m.url else ""))
@@ -155,6 +176,8 @@ def _ask(args: argparse.Namespace) -> int:
     print(footer)
     if ans.stale:
         print(f"⚠️ {ans.stale.message()}")
+    for note in ans.uncommitted:
+        print(f"⚠️ {note.message()}")
     return 0
 
 
@@ -165,12 +188,16 @@ def _tool(args: argparse.Namespace) -> int:
 
     try:
         tool_args = json.loads(args.args)
-    except json.JSONDecodeError as e:
-        raise BadInput(f"tool arguments must be a JSON object: {e}") from None
+    except (
+        ValueError,
+        RecursionError,
+    ) as e:  # bad JSON, a number past Python's digit limit, deep nesting
+        raise BadInput(f"tool arguments must be a JSON object: {first_line(e)}") from None
     if not isinstance(tool_args, dict):
         raise BadInput('tool arguments must be a JSON object, e.g. \'{"pattern": "retry"}\'')
     settings = Settings.from_env()
     synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    _say_uncommitted(synced)
     toolbox = Toolbox(
         synced.snapshot, rg_path=settings.rg_path, search_timeout_s=settings.search_timeout_s
     )
@@ -249,6 +276,7 @@ def _verify(args: argparse.Namespace) -> int:
     text = sys.stdin.read()
     settings = Settings.from_env()
     synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    _say_uncommitted(synced)
     v = verify_answer(text, synced.snapshot)
     if args.json:
         print(json.dumps({

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from codeask.pathglob import compile_glob
+from codeask.pathglob import parse_glob
 
 BUILTIN_DENY: tuple[str, ...] = (
     ".git",
@@ -60,11 +60,14 @@ class DenyList:
         return BUILTIN_DENY + self.extra
 
     @functools.cached_property
-    def _regex(self) -> re.Pattern[str]:
-        return re.compile("|".join(f"(?:{compile_glob(g).pattern})" for g in self.globs), re.DOTALL)
+    def _regex(self) -> re.Pattern[bytes]:
+        # A deny-list entry covers the path and everything below it; one that names directories
+        # only (`secrets/`) is taken to cover a file of that name too: denying more is safe.
+        either = "|".join(f"(?:{parse_glob(g).tree_pattern()})" for g in self.globs)
+        return re.compile(either.encode(), re.DOTALL)
 
     def is_denied(self, path: str) -> bool:
-        return self._regex.match(path.strip("/")) is not None
+        return self._regex.match(path.strip("/").encode("utf-8", "surrogateescape")) is not None
 
     def rg_globs(self) -> list[str]:
         """Exclusions for ripgrep's --glob, so denied files never reach a search (they go last: last wins)."""

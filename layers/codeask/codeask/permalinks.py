@@ -115,7 +115,7 @@ def permalink(
     rel = path.strip("/")
     if not rel:
         raise ValueError("path is empty")
-    where = f"{quote(sha, safe='')}/{quote(rel, safe='/')}{_fragment(kind, start, end)}"
+    where = f"{quote(sha, safe='')}/{quote(rel.encode('utf-8', 'surrogateescape'), safe='/')}{_fragment(kind, start, end)}"
     if kind == "github":
         return f"{root}/blob/{where}"
     if kind == "gitlab":

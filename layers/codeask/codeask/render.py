@@ -480,6 +480,8 @@ def render_answer(
     head: list[dict[str, Any]] = []
     if answer.stale is not None:
         head.append(_context(f"⏳ This answer {_mrkdwn(answer.stale.message())}"))
+    for note in answer.uncommitted:
+        head.append(_context(f"📝 {_mrkdwn(note.message())}"))
     tail: list[dict[str, Any]] = []
     for i, source in enumerate(diagram.blocks(answer.text), start=1):
         problems = diagram.validate(source)

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
+from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
 from codeask.search.definition_index import DefinitionIndex, Found, index_for
 from codeask.search.filekinds import KIND_WEIGHT, language_of, refine_language
@@ -219,8 +220,13 @@ def answer(
     evidence = rank(toolbox, indexes, found, groups, pairs)[:TOP_FILES]
     searches = [o.describe() for _, o in pairs]
     if not evidence:
+        large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
         return SearchOnlyResult(
-            label + "\nNo matches for " + (", ".join(searches) or "the question's words") + ".",
+            label
+            + "\nNo matches for "
+            + (", ".join(searches) or "the question's words")
+            + "."
+            + large,
             [],
             searches,
         )
@@ -479,7 +485,7 @@ def _cited(toolbox: Toolbox, i: int, ev: Evidence) -> list[str]:
     """`path:line`, what is defined there and what encloses it, and a few lines."""
     lines = _lines(toolbox, ev.path)
     span = f"{ev.line}-{ev.end_line}" if ev.end_line else f"{ev.line}"
-    where = f"{i}. `{ev.path}:{span}`"
+    where = f"{i}. `{display_path(ev.path)}:{span}`"
     scope = _scope(toolbox, ev, lines)
     if scope:
         where += f" in `{scope}`"
@@ -549,5 +555,5 @@ def _call_sites(toolbox: Toolbox, ev: Evidence) -> list[str]:
     shown = sites[:15]
     more = "" if len(sites) <= len(shown) and not outcome.stopped_early else " (first 15)"
     rows = [f"Where `{name}` is used{more}:"]
-    rows += [f"- `{p}:{n}`" for p, n in shown]
+    rows += [f"- `{display_path(p)}:{n}`" for p, n in shown]
     return rows

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeask.denylist import DenyList
 from codeask.errors import ToolRefused
+from codeask.pathdisplay import display_path, read_displayed
+
+BINARY_SNIFF = 8000  # a NUL byte in a file's first this many bytes makes it binary (as git and rg)
+CHUNK = 1 << 20  # files are read in pieces this big when they are counted or streamed
+
+
+def is_binary(real: Path) -> bool:
+    try:
+        with open(real, "rb") as f:
+            return b"\x00" in f.read(BINARY_SNIFF)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,7 @@ class Snapshot:
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
         self._line_counts: dict[str, int] = {}
+        self._large: dict[int, dict[str, int]] = {}
 
     @property
     def short_sha(self) -> str:
@@ -69,6 +83,10 @@ class Snapshot:
         out.sort()
         return tuple(out)
 
+    def seed_files(self, files: tuple[str, ...]) -> None:
+        """Take the listing the writer of this tree already has, sorted like `files`, over a walk."""
+        self.__dict__["files"] = files
+
     @functools.cached_property
     def file_set(self) -> frozenset[str]:
         return frozenset(self.files)
@@ -89,34 +107,72 @@ class Snapshot:
             index.setdefault(f.rsplit("/", 1)[-1], []).append(f)
         return index
 
+    def large_files(self, limit: int) -> dict[str, int]:
+        """Visible regular files bigger than `limit` bytes, with their sizes; worked out once per
+        snapshot and limit, as a snapshot never changes."""
+        found = self._large.get(limit)
+        if found is None:
+            found = {}
+            for rel in self.files:
+                try:
+                    st = os.lstat(self.root / rel)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                    found[rel] = st.st_size
+            self._large[limit] = found
+        return found
+
     def normalise(self, path: str) -> str:
-        """Check a model-supplied relative path and return it normalised, or refuse it clearly."""
+        """Check a model-supplied relative path and return it normalised, or refuse it clearly.
+
+        A path shown with escapes (`new\\nline.py`, see pathdisplay) names the file it was shown
+        for; a file whose name really holds a backslash is found too; any other backslash is
+        read as a Windows separator."""
         if not isinstance(path, str):
             raise ToolRefused("path must be a string")
+        shown = read_displayed(path)
+        if shown is not None and self._exists(shown):
+            return self._normalise(shown, windows=False)
+        if "\\" in path and self._exists(path):
+            return self._normalise(path, windows=False)
+        return self._normalise(path)
+
+    def _exists(self, path: str) -> bool:
+        try:
+            rel = self._normalise(path, windows=False)
+        except ToolRefused:
+            return False
+        return rel in self.file_set or rel in self.dir_set
+
+    def _normalise(self, path: str, *, windows: bool = True) -> str:
         if "\x00" in path:
             raise ToolRefused("path contains a NUL byte; give a plain relative path")
-        p = path.strip().replace("\\", "/")
+        p = path.strip()
+        if windows:
+            p = p.replace("\\", "/")
         if p in ("", ".", "./"):
             return ""
+        shown = display_path(path)
         if p.startswith("~"):
             raise ToolRefused(
-                f"{path!r}: home-relative paths are not allowed; paths are relative to the repository root"
+                f"'{shown}': home-relative paths are not allowed; paths are relative to the repository root"
             )
         if p.startswith("/") or (len(p) > 1 and p[1] == ":"):
             raise ToolRefused(
-                f"{path!r}: absolute paths are not allowed; paths are relative to the repository root"
+                f"'{shown}': absolute paths are not allowed; paths are relative to the repository root"
             )
         while p.startswith("./"):
             p = p[2:]
         parts = [s for s in p.split("/") if s not in ("", ".")]
         if ".." in parts:
             raise ToolRefused(
-                f"{path!r}: '..' is not allowed; paths are relative to the repository root"
+                f"'{shown}': '..' is not allowed; paths are relative to the repository root"
             )
         rel = "/".join(parts)
         if self.deny.is_denied(rel):
             raise ToolRefused(
-                f"{rel!r} is on the deny-list of secret-shaped paths and cannot be read"
+                f"'{display_path(rel)}' is on the deny-list of secret-shaped paths and cannot be read"
             )
         return rel
 
@@ -127,13 +183,15 @@ class Snapshot:
         real = Path(os.path.realpath(target))
         if real != self.root and not str(real).startswith(str(self.root) + os.sep):
             raise ToolRefused(
-                f"{rel!r} points outside the repository (a symlink) and cannot be read"
+                f"'{display_path(rel)}' points outside the repository (a symlink) and cannot be read"
             )
         if real != target:
             # A symlink inside the tree to a denied file is still denied.
             inner = str(real)[len(str(self.root)) + 1 :]
             if inner and self.deny.is_denied(inner):
-                raise ToolRefused(f"{rel!r} leads to a deny-listed path and cannot be read")
+                raise ToolRefused(
+                    f"'{display_path(rel)}' leads to a deny-listed path and cannot be read"
+                )
         return rel, real
 
     def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:
@@ -150,11 +208,16 @@ class Snapshot:
         """Lines in a file (a last line without a newline counts), or None if it is not a readable file."""
         if rel in self._line_counts:
             return self._line_counts[rel]
+        n = 0
+        last = b"\n"
         try:
             _, real = self.resolve(rel)
-            data = real.read_bytes()
+            with open(real, "rb") as f:
+                while chunk := f.read(CHUNK):  # a huge file is counted in bounded memory
+                    n += chunk.count(b"\n")
+                    last = chunk[-1:]
         except (ToolRefused, OSError):
             return None
-        n = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        n += last != b"\n"
         self._line_counts[rel] = n
         return n

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from codeask.deadline import Aborted, within
 from codeask.errors import CodeaskError, ToolRefused
-from codeask.pathglob import compile_glob
+from codeask.filewindow import read_window
+from codeask.ops import logger
+from codeask.pathdisplay import display_path
+from codeask.pathglob import GlobError, select
 from codeask.redact import RedactionGate, mask_file
 from codeask.search import (
     BUDGET,
@@ -21,8 +28,9 @@ from codeask.search import (
     render,
     search,
 )
-from codeask.search.ripgrep import clean_text, find_rg
-from codeask.snapshot import Snapshot
+from codeask.search.query import LargeFile, rg_globs
+from codeask.search.ripgrep import MAX_FILESIZE, clean_text, find_rg
+from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
 SEARCH_MAX_CHARS = BUDGET  # codeask.search.layout says why
@@ -30,7 +38,27 @@ READ_MAX_LINES = 300
 READ_MAX_CHARS = 24000
 LINE_MAX_CHARS = 400
 LIST_MAX_ENTRIES = 200
-BINARY_SNIFF = 8000
+# What one argument may be: longer strings and bigger numbers are refused, never attempted.
+PATTERN_MAX_CHARS = 1000
+GLOB_MAX_CHARS = 500
+PATH_MAX_CHARS = 4096
+LINE_NUMBER_MAX = 1_000_000_000
+DEADLINE_SLACK_S = 10.0  # a tool's deadline: the search timeout plus this, for ranking and reading
+
+
+class ToolTimeout(ToolRefused):
+    """A tool ran past its deadline."""
+
+
+# The deadline of the tool call running in this thread, for the loops that check it.
+_DEADLINE: ContextVar[float | None] = ContextVar("codeask_tool_deadline", default=None)
+
+
+def check_deadline(what: str) -> None:
+    """Raise ToolTimeout if the running tool call is past its deadline (called between steps)."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise ToolTimeout(f"{what} ran out of time; narrow it with a path or a glob")
 
 
 @dataclass
@@ -108,12 +136,19 @@ class Toolbox:
         rg_path: str | None = None,
         search_timeout_s: float = 10.0,
         on_event: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        large_file_bytes: int = MAX_FILESIZE,
     ) -> None:
         self.snapshot = snapshot
         self.on_event = on_event
         self.gate = gate or RedactionGate()
         self.rg = find_rg(rg_path)
         self.search_timeout_s = search_timeout_s
+        # Every call has a deadline: a search's rg runs share search_timeout_s, then ranking and
+        # reading the files shown need a little more.
+        self.timeout_s = timeout_s if timeout_s is not None else search_timeout_s + DEADLINE_SLACK_S
+        # Files bigger than this are skipped by search and read by streaming a window.
+        self.large_file_bytes = large_file_bytes
         self.calls: list[ToolCall] = []
         self.searches: list[str] = []
         self._lines_cache: dict[str, list[str] | None] = {}
@@ -126,14 +161,20 @@ class Toolbox:
                     {
                         "type": "object",
                         "properties": {
-                            "pattern": {"type": "string", "description": "Regular expression."},
+                            "pattern": {
+                                "type": "string",
+                                "description": "Regular expression.",
+                                "maxLength": PATTERN_MAX_CHARS,
+                            },
                             "glob": {
                                 "type": "string",
                                 "description": "Optional file filter, e.g. '*.py' or '!*test*'.",
+                                "maxLength": GLOB_MAX_CHARS,
                             },
                             "path": {
                                 "type": "string",
                                 "description": "Optional directory or file to search in.",
+                                "maxLength": PATH_MAX_CHARS,
                             },
                         },
                         "required": ["pattern"],
@@ -147,9 +188,17 @@ class Toolbox:
                     {
                         "type": "object",
                         "properties": {
-                            "path": {"type": "string"},
-                            "start_line": {"type": "integer", "minimum": 1},
-                            "end_line": {"type": "integer", "minimum": 1},
+                            "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
+                            "start_line": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": LINE_NUMBER_MAX,
+                            },
+                            "end_line": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": LINE_NUMBER_MAX,
+                            },
                         },
                         "required": ["path"],
                         "additionalProperties": False,
@@ -162,8 +211,12 @@ class Toolbox:
                     {
                         "type": "object",
                         "properties": {
-                            "glob": {"type": "string"},
-                            "path": {"type": "string", "description": "Directory to list."},
+                            "glob": {"type": "string", "maxLength": GLOB_MAX_CHARS},
+                            "path": {
+                                "type": "string",
+                                "description": "Directory to list.",
+                                "maxLength": PATH_MAX_CHARS,
+                            },
                         },
                         "additionalProperties": False,
                     },
@@ -200,27 +253,62 @@ class Toolbox:
     def redactions(self) -> dict[str, int]:
         return dict(self.gate.totals)
 
-    def run(self, name: str, args: dict[str, Any] | None) -> ToolResult:
-        """Run a tool by name; expected failures come back as error results the model can act on."""
+    def run(self, name: Any, args: Any) -> ToolResult:
+        """Run a tool by name. This is the boundary between the model and the tools: whatever
+        comes in (any name, any arguments of any type), an error result comes back that the
+        model can act on, never an exception. Expected failures say what to change; anything
+        else is logged with its type and reported as a fault of codeask's."""
         started = time.monotonic()
-        args = args if isinstance(args, dict) else {}
-        tool = self.tools.get(name)
         is_error = False
+        shown_args: dict[str, Any] = {}
+        tool_name = name if isinstance(name, str) else repr(name)
         try:
+            tool = self.tools.get(name) if isinstance(name, str) else None
             if tool is None:
-                raise ToolRefused(f"unknown tool {name!r}; the tools are {', '.join(self.tools)}")
-            _check_args(tool, args)
-            raw = tool.run(args)
+                raise ToolRefused(
+                    f"unknown tool {_show(name)}; the tools are {', '.join(self.tools)}"
+                )
+            shown_args = check_args(tool, args)
+            raw = self._call(tool, shown_args)
         except CodeaskError as e:  # ToolRefused and every other expected failure
             raw, is_error = f"Error: {e}", True
-        redaction = self.gate.apply(raw)
+        except Exception as e:  # noqa: BLE001 - the boundary: one bad call never ends an answer
+            logger.exception(
+                "tool failed", extra={"tool": tool_name[:40], "error": type(e).__name__}
+            )
+            raw, is_error = (
+                f"Error: {display_path(tool_name[:40])} failed inside codeask ({type(e).__name__}); "
+                "that is a fault of the tool, not of your arguments. Try another way to the same "
+                "answer (another search, path or line range).",
+                True,
+            )
+        redaction = self.gate.apply(_plain_text(raw))
         elapsed = (time.monotonic() - started) * 1000
+        summary = _summary(tool_name, shown_args)
         self.calls.append(
-            ToolCall(name, dict(args), is_error or redaction.withheld, elapsed, len(redaction.text),
-                     _summary(name, args))
+            ToolCall(tool_name[:60], shown_args, is_error or redaction.withheld, elapsed,
+                     len(redaction.text), summary)
         )  # fmt: skip
-        self.notify(f"{_summary(name, args)}{' (error)' if is_error else ''} [{elapsed:.0f} ms]")
+        self.notify(f"{summary}{' (error)' if is_error else ''} [{elapsed:.0f} ms]")
         return ToolResult(redaction.text, is_error or redaction.withheld)
+
+    def _call(self, tool: Tool, args: dict[str, Any]) -> str:
+        """Run the tool in its own thread within its deadline; loops inside check it too."""
+        deadline = time.monotonic() + self.timeout_s
+
+        def work() -> str:
+            _DEADLINE.set(deadline)
+            return tool.run(args)
+
+        try:
+            return within(work, self.timeout_s, f"codeask-{tool.name}")
+        except TimeoutError:
+            raise ToolTimeout(
+                f"{tool.name} ran out of time after {self.timeout_s:g} s; narrow it (a path, a "
+                "glob, a more specific pattern, a smaller line range)"
+            ) from None
+        except Aborted as e:
+            raise RuntimeError(f"the tool's thread ended with {e.type_name}") from None
 
     def notify(self, message: str) -> None:
         """Progress for whoever watches (stderr on a terminal, the Slack status in the worker)."""
@@ -235,6 +323,8 @@ class Toolbox:
         if rel in self._lines_cache:
             return self._lines_cache[rel]
         _, real = self.snapshot.resolve(rel)
+        if real.stat().st_size > self.large_file_bytes:
+            return None  # never loaded whole; read_file streams a window of it
         data = real.read_bytes()
         if b"\x00" in data[:BINARY_SNIFF]:
             out = None
@@ -271,7 +361,8 @@ class Toolbox:
         snap = self.snapshot
         if len(snap.parts) == 1:
             return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
-                          timeout_s=self.search_timeout_s, max_matches=max_matches)  # fmt: skip
+                          timeout_s=self.search_timeout_s, max_matches=max_matches,
+                          max_filesize=self.large_file_bytes)  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
         rel = snap.normalise(path) if path else ""
         if rel:
@@ -282,15 +373,19 @@ class Toolbox:
             part, inner = target
             return search(part, self.rg, pattern, glob=_glob_in(glob, part.repo.name), path=inner,
                           stable=stable, timeout_s=self.search_timeout_s,
-                          max_matches=max_matches)  # fmt: skip
+                          max_matches=max_matches, max_filesize=self.large_file_bytes)  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
             outcomes = list(pool.map(one, targets))
         files: list[FileHits] = []
+        large: list[LargeFile] = []
         for (part, _), o in zip(targets, outcomes, strict=True):
             for fh in o.files:
                 fh.path = f"{part.repo.name}/{fh.path}"
                 files.append(fh)
+            for big in o.large:
+                big.path = f"{part.repo.name}/{big.path}"
+                large.append(big)
         files.sort(key=lambda f: (-f.score, f.path))
         first = outcomes[0]
         counts = [sum(c) for c in zip(*(o.alternative_counts for o in outcomes), strict=True)]
@@ -309,6 +404,8 @@ class Toolbox:
             alternatives=first.alternatives,
             alternative_counts=counts,
             plain_words=first.plain_words,
+            large=large,
+            size_limit=self.large_file_bytes,
         )
 
     def render_search(self, o: SearchOutcome) -> str:
@@ -318,9 +415,14 @@ class Toolbox:
                 f"Search {where} timed out after {self.search_timeout_s:g} s with no matches; "
                 "narrow it with glob or path, or a more specific pattern."
             )
+        large = o.large_note()
         if not o.files:
-            return f"No matches for {where}."
-        return render(o, FileSource(self.lines, self._syntax_key))
+            if not large:
+                return f"No matches for {where}."
+            limit = f"{o.size_limit / 1024 / 1024:g} MB"
+            return f"No matches for {where} in the files up to {limit}.\n{large}"
+        text = render(o, FileSource(self.lines, self._syntax_key))
+        return f"{text}\n\n{large}" if large else text
 
     def _syntax_key(self, rel: str) -> tuple[str, str]:
         """Parses are cached per snapshot file: snapshots never change under a path."""
@@ -331,30 +433,48 @@ class Toolbox:
 
     def _read_file(self, args: dict[str, Any]) -> str:
         rel, real = self.snapshot.resolve(args["path"])
+        shown = display_path(rel)
         if not rel or real.is_dir():
             raise ToolRefused(
-                f"{args['path']!r} is a directory; use list_files to see what is in it"
+                f"'{display_path(args['path'])}' is a directory; use list_files to see what is in it"
             )
         if not real.is_file():
             raise ToolRefused(
-                f"no file {rel!r} at {self.snapshot.short_sha}; use list_files or search_code to "
-                "find the right path"
+                f"no file '{shown}' at {self.snapshot.short_sha}; use list_files or search_code "
+                "to find the right path"
             )
-        lines = self.lines(rel)
-        if lines is None:
-            raise ToolRefused(f"{rel!r} is a binary file; it cannot be shown as text")
-        total = len(lines)
-        start = args.get("start_line")
+        start = args.get("start_line", 1)
         end = args.get("end_line")
-        start = 1 if start is None else start
-        if start < 1 or (end is not None and end < 1):
-            raise ToolRefused("line numbers start at 1")
         if end is not None and end < start:
             raise ToolRefused(f"end_line {end} is before start_line {start}")
+        size = real.stat().st_size
+        if size > self.large_file_bytes:
+            return self._read_large(rel, real, size, start, end)
+        lines = self.lines(rel)
+        if lines is None:
+            raise ToolRefused(f"'{shown}' is a binary file; it cannot be shown as text")
+        return self._numbered(rel, lines, len(lines), start, end, 1)
+
+    def _read_large(self, rel: str, real: Any, size: int, start: int, end: int | None) -> str:
+        """A file too big to load whole: one streamed pass for the wanted lines and the lines
+        around them, masked together (filewindow says what that keeps of whole-file masking)."""
+        if is_binary(real):
+            raise ToolRefused(f"'{display_path(rel)}' is a binary file; it cannot be shown as text")
+        count = READ_MAX_LINES if end is None else min(READ_MAX_LINES, end - start + 1)
+        window = read_window(real, rel, start, count, check=lambda: check_deadline("read_file"))
+        note = f" (a large file, {size / 1024 / 1024:.0f} MB, read a window at a time)"
+        return self._numbered(rel, window.lines, window.total, start, end, start, note)
+
+    def _numbered(
+        self, rel: str, lines: list[str], total: int, start: int, end: int | None, first: int,
+        note: str = "",
+    ) -> str:  # fmt: skip
+        """Lines start..end (lines[0] is line `first`) with numbers, a header and a footer."""
+        shown = display_path(rel)
         if total == 0:
-            return f"{rel} is empty (0 lines) at {self.snapshot.short_sha}."
+            return f"{shown} is empty (0 lines) at {self.snapshot.short_sha}."
         if start > total:
-            raise ToolRefused(f"{rel} has {total} lines; start_line {start} is past the end")
+            raise ToolRefused(f"{shown} has {total} lines; start_line {start} is past the end")
         wanted_end = total if end is None else min(end, total)
         end = min(wanted_end, start + READ_MAX_LINES - 1)
         width = len(str(end))
@@ -362,13 +482,14 @@ class Toolbox:
         size = 0
         last = start - 1
         for n in range(start, end + 1):
-            row = f"{n:>{width}}  {_clip(lines[n - 1])}"
+            row = f"{n:>{width}}  {_clip(lines[n - first])}"
             if size + len(row) > READ_MAX_CHARS and body:
                 break
             body.append(row)
             size += len(row) + 1
             last = n
-        head = f"{rel} lines {start}-{last} of {total} at {self.snapshot.locate(rel)[0].short_sha}"
+        sha = self.snapshot.locate(rel)[0].short_sha
+        head = f"{shown} lines {start}-{last} of {total} at {sha}{note}"
         foot = ""
         if last < wanted_end:
             foot = f"\n[… {total - last} more lines; continue with start_line={last + 1}]"
@@ -382,25 +503,29 @@ class Toolbox:
         if where_arg:
             rel, real = self.snapshot.resolve(where_arg)
             if rel and rel in self.snapshot.file_set:
-                return f"{rel} is a file ({self.snapshot.line_count(rel)} lines)."
+                return f"{display_path(rel)} is a file ({self.snapshot.line_count(rel)} lines)."
             if rel and rel not in self.snapshot.dir_set:
-                raise ToolRefused(f"no directory {rel!r} at {self.snapshot.short_sha}")
+                raise ToolRefused(
+                    f"no directory '{display_path(rel)}' at {self.snapshot.short_sha}"
+                )
         prefix = rel + "/" if rel else ""
         files = [f for f in self.snapshot.files if f.startswith(prefix)]
+        check_deadline("list_files")
         glob = args.get("glob")
         if glob:
             try:
-                rx = compile_glob(glob)
-            except ValueError as e:
-                raise ToolRefused(f"bad glob {glob!r}: {e}") from None
-            files = [f for f in files if rx.match(f) or rx.match(f[len(prefix) :])]
-        where = f"under {rel}/" if rel else "in the repository"
-        what = f" matching {glob!r}" if glob else ""
+                # The glob as search_code's rg reads it, also from `path` when it names a directory.
+                files = select(rg_globs(glob, rel or None), files)
+            except GlobError as e:
+                raise ToolRefused(f"bad glob '{display_path(glob)}': {e}") from None
+        check_deadline("list_files")
+        where = f"under {display_path(rel)}/" if rel else "in the repository"
+        what = f" matching '{display_path(glob)}'" if glob else ""
         if not files:
             return f"No files {where}{what} at {self.snapshot.short_sha}."
         head = f"{len(files)} files {where}{what} at {self.snapshot.short_sha}"
         if len(files) <= LIST_MAX_ENTRIES:
-            return head + ":\n" + "\n".join(files)
+            return head + ":\n" + "\n".join(map(display_path, files))
         return head + "; too many to list, so by directory:\n" + _summarise(files, prefix)
 
 
@@ -421,7 +546,9 @@ def _summarise(files: list[str], prefix: str) -> str:
                 counts[prefix + "/".join(parts[:depth]) + "/"] += 1
             else:
                 loose.append(f)
-        rows = [f"{d} ({c} files)" for d, c in sorted(counts.items())] + loose
+        check_deadline("list_files")
+        rows = [f"{display_path(d)} ({c} files)" for d, c in sorted(counts.items())]
+        rows += map(display_path, loose)
         if len(rows) > LIST_MAX_ENTRIES:
             break
         best = rows
@@ -454,39 +581,124 @@ def _in_repo(args: dict[str, Any]) -> str:
 
 
 def _summary(name: str, args: dict[str, Any]) -> str:
+    """One line for progress and logs, every argument shown escaped and cut short."""
+
+    def arg(key: str) -> str:
+        value = args.get(key)
+        return _show(value, quote=False) if value is not None else ""
+
     if name == "search_code":
-        s = f"search `{args.get('pattern', '')}`"
+        s = f"search `{arg('pattern')}`"
         if args.get("glob"):
-            s += f" in {args['glob']}"
+            s += f" in {arg('glob')}"
         if args.get("path"):
-            s += f" under {args['path']}"
+            s += f" under {arg('path')}"
         return s
     if name == "read_file":
-        s = f"read {args.get('path', '')}"
+        s = f"read {arg('path')}"
         if args.get("start_line") or args.get("end_line"):
             s += f":{args.get('start_line') or 1}-{args.get('end_line') or ''}"
         return s
     if name == "list_files":
-        return f"list {args.get('path') or '.'} {args.get('glob') or ''}".rstrip()
-    return name
+        return f"list {arg('path') or '.'} {arg('glob')}".rstrip()
+    return _show(name, quote=False)
 
 
-def _check_args(tool: Tool, args: dict[str, Any]) -> None:
-    """A small JSON-schema check: required keys, no unknown keys, and the declared types."""
-    props = tool.schema.get("properties", {})
-    for key in tool.schema.get("required", []):
-        if key not in args:
+def _show(value: Any, *, quote: bool = True, limit: int = 80) -> str:
+    """Any value from a model, safe to put in a message: escaped, cut short, never converted
+    whole (a 5,000-digit number would raise on the way to a string)."""
+    if isinstance(value, bool) or value is None:
+        return json_word(value)
+    if isinstance(value, int):
+        if value.bit_length() > 64:
+            digits = int(value.bit_length() * math.log10(2)) + 1
+            return f"a number with about {digits} digits"
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        text = display_path(value[:limit]) + ("…" if len(value) > limit else "")
+        return f"'{text}'" if quote else text
+    return f"a {type(value).__name__}"
+
+
+def json_word(value: bool | None) -> str:
+    return "null" if value is None else ("true" if value else "false")
+
+
+_ASCII_NUMBER = re.compile(r"[0-9]{1,10}")
+
+
+def check_args(tool: Tool, args: Any) -> dict[str, Any]:
+    """The tool's arguments checked against its JSON schema, as a new dict; ToolRefused saying
+    what to change for anything else. A null is an absent argument; an integer may come as a
+    whole float (3.0) or a plain decimal string ("12"), and nothing else ("²", "1e3", " 7 ")."""
+    schema = tool.schema
+    props: dict[str, Any] = schema.get("properties", {})
+    if not isinstance(args, dict):
+        raise ToolRefused(
+            f"{tool.name} takes its arguments as a JSON object of {', '.join(props)}; got {_show(args)}"
+        )
+    for key in args:
+        if key not in props:
+            raise ToolRefused(
+                f"{tool.name} has no argument {_show(key)}; it takes {', '.join(props)}"
+            )
+    clean: dict[str, Any] = {}
+    for key, value in args.items():
+        if value is not None:
+            clean[key] = _check_value(key, props[key], value)
+    for key in schema.get("required", []):
+        if key not in clean:
             raise ToolRefused(f"{tool.name} needs {key!r}")
-    for key, value in list(args.items()):
-        spec = props.get(key)
-        if spec is None:
-            raise ToolRefused(f"{tool.name} has no argument {key!r}; it takes {', '.join(props)}")
-        if value is None:
-            continue
-        if spec["type"] == "integer":
-            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                value = args[key] = int(value)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ToolRefused(f"{key} must be a whole number, got {value!r}")
-        elif spec["type"] == "string" and not isinstance(value, str):
-            raise ToolRefused(f"{key} must be a string, got {value!r}")
+    return clean
+
+
+def _check_value(key: str, spec: dict[str, Any], value: Any) -> Any:
+    if spec["type"] == "integer":
+        return _check_integer(key, spec, value)
+    if not isinstance(value, str):
+        raise ToolRefused(f"{key} must be a string, got {_show(value)}")
+    if "\x00" in value:
+        raise ToolRefused(f"{key} contains a NUL byte; remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolRefused(
+            f"{key} contains a lone surrogate (half of a UTF-16 pair), which is not text; remove it"
+        ) from None
+    limit = spec.get("maxLength")
+    if limit is not None and len(value) > limit:
+        raise ToolRefused(f"{key} is {len(value)} characters long; at most {limit} are accepted")
+    if "enum" in spec and value not in spec["enum"]:
+        raise ToolRefused(f"{key} must be one of {', '.join(spec['enum'])}; got {_show(value)}")
+    return value
+
+
+def _check_integer(key: str, spec: dict[str, Any], value: Any) -> int:
+    low, high = spec.get("minimum"), spec.get("maximum")
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _ASCII_NUMBER.fullmatch(value):
+        number = int(value)
+    if number is None:
+        raise ToolRefused(f"{key} must be a whole number, like 120; got {_show(value)}")
+    if low is not None and number < low:
+        raise ToolRefused(
+            f"{key} must be at least {low} (line numbers start at 1); got {_show(number)}"
+        )
+    if high is not None and number > high:
+        raise ToolRefused(f"{key} must be at most {high}; got {_show(number)}")
+    return number
+
+
+def _plain_text(text: str) -> str:
+    """A result as valid UTF-8 text: a lone surrogate that slipped through becomes an escape."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -104,6 +104,8 @@ _RECEIVERS = frozenset(
 _MAX_AMBIGUOUS_READS = 50
 
 _TOKEN = re.compile(r"[\w.\-/+@~\[\]]+")
+# A path shown with escapes (`new\nline.py`, pathdisplay): a token with a backslash in it.
+_ESCAPED_TOKEN = re.compile(r"[\w.\-/+@~\[\]]*\\[\w.\-/+@~\[\]\\]+")
 _LETTER = re.compile(r"[^\W\d_]")
 _EXTENSION = re.compile(r"[a-z0-9]*[a-z][a-z0-9]*")
 _DOTFILE = re.compile(r"\.[A-Za-z][\w.-]*")  # .env, .gitignore, .eslintrc.json
@@ -273,6 +275,8 @@ class _Scanner:
     def run(self) -> list[Mention]:
         for cs, ce in self.codes:
             self._whole_code(cs, ce)
+        for tok in _ESCAPED_TOKEN.finditer(self.text):
+            self._escaped(*tok.span())
         resume = 0
         for tok in _TOKEN.finditer(self.text):
             s, e = tok.span()
@@ -384,6 +388,19 @@ class _Scanner:
         start, end = lines if lines else (None, None)
         self._emit(found, (lo, hi), start, end)
         self.taken.append((cs - 1, max(hi, ce + 1)))
+
+    def _escaped(self, s: int, e: int) -> None:
+        """A path the tools showed with escapes, cited as shown; only one that names a file or
+        directory counts (a regex like `\bword\b` in prose is left to the main scan)."""
+        if any(ts <= s < te for ts, te in self.taken):
+            return
+        s, e = _trim(self.text, s, e)
+        found = self._lookup(self.text[s:e])
+        if found is None or found.kind not in ("file", "dir"):
+            return
+        start, end, span_start, span_end = self._lines_around(s, e)
+        self._emit(found, (span_start, span_end), start, end)
+        self.taken.append((span_start, span_end))
 
     def _suffix(self, e: int) -> tuple[int, int | None, int] | None:
         m = _DIRECT_SUFFIX.match(self.text, e)

@@ -1,17 +1,24 @@
-"""Bare shallow mirrors of remote repos, kept current with pygit2 alone, and immutable snapshots."""
+"""Repositories as read-only snapshots at a commit: local ones read in place, remote ones mirrored."""
 
+from codeask.mirror.local import LocalSource
 from codeask.mirror.refs import TAG_PREFIX, pick_ref
-from codeask.mirror.result import StaleNote, SyncResult
+from codeask.mirror.remote import RemoteMirror
+from codeask.mirror.result import StaleNote, SyncResult, UncommittedNote
+from codeask.mirror.source import Source
 from codeask.mirror.spec import CallbacksFactory, RepoSpec, redact_url, token_callbacks
 from codeask.mirror.store import MirrorStore
 
 __all__ = [
     "TAG_PREFIX",
     "CallbacksFactory",
+    "LocalSource",
     "MirrorStore",
+    "RemoteMirror",
     "RepoSpec",
+    "Source",
     "StaleNote",
     "SyncResult",
+    "UncommittedNote",
     "pick_ref",
     "redact_url",
     "token_callbacks",

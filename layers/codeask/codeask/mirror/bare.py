@@ -5,36 +5,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import RepositoryOpenFlag
 
 from codeask.errors import RepoUnavailable, first_line
 from codeask.mirror.lock import locked
 from codeask.mirror.materialise import TEMP_IDLE_S, remove_tree
-from codeask.mirror.spec import is_local
+from codeask.mirror.source import open_repo
 
 _TRACKING = "refs/remotes/origin/"
 # Lock files libgit2 leaves when killed mid-write; while we hold the mirror lock they are stale.
 _GIT_LOCKS = ("packed-refs.lock", "shallow.lock", "FETCH_HEAD.lock", "config.lock")
-
-# libgit2 repository handles must not be shared between threads; warm invocations reuse them.
-_local = threading.local()
-
-
-def open_repo(mdir: Path) -> pygit2.Repository:
-    """This thread's handle on the mirror at `mdir`; raises pygit2.GitError if it is not one."""
-    repos: dict[Path, pygit2.Repository] | None = getattr(_local, "repos", None)
-    if repos is None:
-        repos = _local.repos = {}
-    repo = repos.get(mdir)
-    if repo is None:
-        repo = repos[mdir] = pygit2.Repository(str(mdir), flags=RepositoryOpenFlag.NO_SEARCH)
-    return repo
 
 
 def open_or_create(mdir: Path, lock_timeout_s: float) -> pygit2.Repository:
@@ -97,9 +81,7 @@ def fetch_ref(
             os.unlink(mdir / name)
     tracking = f"{_TRACKING}{branch}"
     remote = repo.remotes.create_anonymous(url)
-    # libgit2 refuses depth over the local transport; local remotes are cheap to copy anyway.
-    depth = 0 if is_local(url) else 1
-    remote.fetch([f"+{remote_ref}:{tracking}"], callbacks=callbacks, depth=depth)
+    remote.fetch([f"+{remote_ref}:{tracking}"], callbacks=callbacks, depth=1)
     fetched = repo.references[tracking].target
     assert isinstance(fetched, pygit2.Oid)
     oid = repo[fetched].peel(pygit2.Commit).id  # an annotated tag points at a tag object
@@ -113,4 +95,4 @@ def fetch_commit(
 ) -> None:
     """Fetch one commit by its full SHA (if the server allows it); hold the lock."""
     remote = repo.remotes.create_anonymous(url)
-    remote.fetch([sha], callbacks=callbacks, depth=0 if is_local(url) else 1)
+    remote.fetch([sha], callbacks=callbacks, depth=1)

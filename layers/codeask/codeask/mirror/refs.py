@@ -1,8 +1,9 @@
-"""Which ref a spec names: picking the branch or tag from a remote's heads, and reading it back."""
+"""Which ref a spec names: the branch or tag among a remote's heads or a local repository's refs."""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection
 from typing import Any
 
 import pygit2
@@ -12,6 +13,8 @@ from codeask.mirror.spec import RepoSpec, redact_url
 
 # A tag's commit is kept under a local branch of this prefix, so one code path serves both.
 TAG_PREFIX = "tags/"
+# What a repository read in place is shown under when its HEAD is on no branch.
+DETACHED = "detached HEAD"
 
 
 def local_head(repo: pygit2.Repository, branch: str) -> pygit2.Oid | None:
@@ -66,9 +69,52 @@ def pick_ref(spec: RepoSpec, heads: list[Any]) -> tuple[str, str, pygit2.Oid]:
     )
 
 
-def _some(branches: dict[str, pygit2.Oid], spec: RepoSpec | None = None, limit: int = 8) -> str:
+def resolve_local(repo: pygit2.Repository, spec: RepoSpec, shown: str) -> tuple[str, pygit2.Oid]:
+    """(label, commit) in a repository on this machine: the branch or tag the spec names, else
+    what HEAD is on; a branch only a remote has ("origin/x") counts when no local one does."""
+    if spec.branch is not None:
+        name = spec.branch
+        wanted = [(f"refs/heads/{name}", name), (f"refs/tags/{name}", f"{TAG_PREFIX}{name}")]
+        wanted += [(f"refs/remotes/{r}/{name}", f"{r}/{name}") for r in repo.remotes.names()]
+        for refname, label in wanted:
+            ref = repo.references.get(refname)
+            if ref is not None:
+                return label, _commit_of(ref, refname, shown)
+        raise BadInput(
+            f"no branch or tag {name!r} was found in {shown}; "
+            f"{_some(list(repo.branches.local), spec, where='the repository')}"
+        )
+    if repo.head_is_unborn:
+        # A bare repository whose HEAD names a branch it never had (master, when it has main).
+        names = list(repo.branches.local)
+        for preferred in ("main", "master", *(names if len(names) == 1 else ())):
+            if preferred in names:
+                ref = repo.references[f"refs/heads/{preferred}"]
+                return preferred, _commit_of(ref, preferred, shown)
+        raise BadInput(
+            f"{shown} has no commits on the branch its HEAD names; name a branch. "
+            f"{_some(names, where='the repository')}"
+        )
+    head = repo.head
+    label = DETACHED if repo.head_is_detached else head.shorthand
+    return label, _commit_of(head, label, shown)
+
+
+def _commit_of(ref: pygit2.Reference, name: str, shown: str) -> pygit2.Oid:
+    try:
+        return ref.peel(pygit2.Commit).id
+    except (pygit2.GitError, ValueError):
+        raise BadInput(f"{name!r} in {shown} does not point at a commit") from None
+
+
+def _some(
+    branches: Collection[str],
+    spec: RepoSpec | None = None,
+    limit: int = 8,
+    where: str = "the remote",
+) -> str:
     if not branches:
-        return "the remote has no branches"
+        return f"{where} has no branches"
     names = sorted(branches)
     close = difflib.get_close_matches(spec.branch, names, n=3) if spec and spec.branch else []
     pick = close + [n for n in names if n not in close]

@@ -1,4 +1,4 @@
-"""What a sync hands back: the snapshot and its commit, and why it may be stale."""
+"""What a sync hands back: the snapshot and its commit, why it may be stale, what it leaves out."""
 
 from __future__ import annotations
 
@@ -21,6 +21,32 @@ class StaleNote:
         return f"may be stale — as of {self.sha[:7]}, {when} ({self.reason})"
 
 
+@dataclass(frozen=True)
+class UncommittedNote:
+    """A work tree read at its last commit while it holds changes the answer does not see."""
+
+    repo: str
+    sha: str
+    changed: int  # tracked files modified, added, deleted or renamed, staged or not
+    untracked: int  # untracked files and directories, not counting ignored ones
+    error: str | None = None  # why the work tree could not be checked, when it could not
+
+    def message(self) -> str:
+        if self.error is not None:
+            return (
+                f"{self.repo}: the working tree could not be checked for uncommitted changes "
+                f"({self.error}); any there are not included, this reads commit {self.sha[:7]}"
+            )
+        what = [f"{n} {label}" for n, label in (
+            (self.changed, "changed file" if self.changed == 1 else "changed files"),
+            (self.untracked, "untracked"),
+        ) if n]  # fmt: skip
+        return (
+            f"{self.repo}: uncommitted changes in the working tree ({', '.join(what)}) are not "
+            f"included; this reads commit {self.sha[:7]}"
+        )
+
+
 @dataclass
 class SyncResult:
     snapshot: Snapshot
@@ -29,3 +55,4 @@ class SyncResult:
     fetched: bool  # whether a fetch happened
     stale: StaleNote | None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    uncommitted: UncommittedNote | None = None  # a local work tree with changes not included

@@ -53,18 +53,19 @@ class Snapshots:
             self._touch(target)
             self._maybe_prune(repo_dir, target)
             return cached
-        created = False
+        listing = None
         if not target.is_dir():
-            materialise(repo, sha, target, self.deny)
-            created = True
+            listing = materialise(repo, sha, target, self.deny)
         self._touch(target, force=True)
         snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny,
                             index_path=target.with_name(target.name + INDEX_SUFFIX))  # fmt: skip
+        if listing is not None:
+            snapshot.seed_files(listing)
         with _guard:
             _cache[cache_key] = snapshot
             while len(_cache) > _CACHE_MAX:
                 _cache.popitem(last=False)
-        self._maybe_prune(repo_dir, target, force=created)
+        self._maybe_prune(repo_dir, target, force=listing is not None)
         return snapshot
 
     def _touch(self, target: Path, *, force: bool = False) -> None:

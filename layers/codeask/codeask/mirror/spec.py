@@ -49,8 +49,15 @@ def token_callbacks(token: str) -> CallbacksFactory:
 
 
 def is_local(url: str) -> bool:
-    """Whether the URL is a path on this machine (libgit2 cannot fetch those shallow)."""
+    """Whether the URL is a repository on this machine (a path or file://), read in place."""
     return url.startswith("/") or url.lower().startswith("file://")
+
+
+def local_path(url: str) -> Path:
+    """The directory a local path or file:// URL names."""
+    if url.lower().startswith("file://"):
+        return Path(unquote(urlsplit(url).path))
+    return Path(url)
 
 
 def _name_from(path: str) -> str:
@@ -116,7 +123,7 @@ class RepoSpec:
         if scheme == "file":
             if parts.netloc not in ("", "localhost"):
                 raise BadInput(f"{raw!r}: file:// URLs must name a local path (file:///path)")
-            _open_local_repo(Path(unquote(parts.path)), raw)
+            _open_local_repo(local_path(raw), raw)
             return raw, _name_from(unquote(parts.path))
         if not parts.hostname:
             raise BadInput(f"{redact_url(raw)!r} has no host name")

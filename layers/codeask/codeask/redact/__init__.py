@@ -3,7 +3,7 @@
 from codeask.redact.files import config_syntax, mask_file
 from codeask.redact.gate import Redaction, RedactionGate, Scanner
 from codeask.redact.kinds import KINDS, REDACTED, count_markers
-from codeask.redact.pem import private_key_lines
+from codeask.redact.pem import key_open_after, private_key_lines
 from codeask.redact.scanner import scan
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "Scanner",
     "config_syntax",
     "count_markers",
+    "key_open_after",
     "mask_file",
     "private_key_lines",
     "scan",

@@ -6,10 +6,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+from codeask.deadline import Aborted, within
 from codeask.redact.kinds import count_markers
 from codeask.redact.scanner import scan
 
@@ -21,26 +20,6 @@ class Redaction:
     text: str  # safe text to hand to the model
     counts: dict[str, int]  # redactions by kind in this result
     withheld: bool = False  # True when the scanner failed/timed out and the result was withheld
-
-
-class _ScannerAborted(Exception):
-    """A scanner raised a BaseException; carried as an ordinary one so apply() can catch it
-    without also swallowing a KeyboardInterrupt aimed at the calling thread."""
-
-    def __init__(self, exc: BaseException) -> None:
-        super().__init__(type(exc).__name__)
-        self.type_name = type(exc).__name__
-
-
-def _run(scanner: Scanner, text: str, future: Future[tuple[str, dict[str, int]]]) -> None:
-    if not future.set_running_or_notify_cancel():
-        return
-    try:
-        future.set_result(scanner(text))
-    except Exception as exc:  # noqa: BLE001 - handed to the caller, which withholds the text
-        future.set_exception(exc)
-    except BaseException as exc:  # noqa: BLE001 - the future is settled however the scan ended
-        future.set_exception(_ScannerAborted(exc))
 
 
 class RedactionGate:
@@ -57,9 +36,9 @@ class RedactionGate:
     def apply(self, text: str) -> Redaction:
         try:
             safe, counts = self._scan(text)
-        except FutureTimeout:
+        except TimeoutError:
             return self._withhold(f"the secret scanner timed out after {self.timeout_s:g}s")
-        except _ScannerAborted as exc:
+        except Aborted as exc:
             return self._withhold(f"the secret scanner failed ({exc.type_name})")
         except Exception as exc:  # noqa: BLE001 - a scanner that fails withholds, never leaks
             return self._withhold(f"the secret scanner failed ({type(exc).__name__})")
@@ -71,19 +50,12 @@ class RedactionGate:
         return Redaction(safe, counts)
 
     def _scan(self, text: str) -> tuple[str, dict[str, int]]:
-        future: Future[tuple[str, dict[str, int]]] = Future()
-        # A fresh daemon thread per call: a scanner stuck in a runaway regex is abandoned without
-        # blocking later calls or interpreter exit, which a shared pool worker would do.
-        worker = threading.Thread(
-            target=_run, args=(self.scanner, text, future), name="codeask-redact", daemon=True
-        )
         started = time.monotonic()
-        worker.start()
-        safe, counts = future.result(timeout=self.timeout_s)
+        safe, counts = within(lambda: self.scanner(text), self.timeout_s, "codeask-redact")
         # A scanner stuck in C code (a regex) holds the GIL, so the wait above can only notice
         # the overrun afterwards; the deadline is enforced here so slow always means withheld.
         if time.monotonic() - started > self.timeout_s:
-            raise FutureTimeout
+            raise TimeoutError
         # A scanner returning anything but (str, {str: int}) is treated as failed, never trusted.
         if not isinstance(safe, str) or not isinstance(counts, dict):
             raise TypeError("scanner returned a malformed result")

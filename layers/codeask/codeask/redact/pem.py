@@ -124,6 +124,18 @@ def pem_blocks(lines: list[str]) -> list[tuple[int, int]]:
     return blocks
 
 
+def key_open_after(line: str, is_open: bool) -> bool:
+    """Whether a private-key block is open after `line`, given whether one was before it: the
+    state a reader that streams a file carries past the lines it does not keep. Any BEGIN line
+    counts as opening one (fail closed: mask_file then judges the lines that follow)."""
+    if "PRIVATE KEY" not in line:
+        return is_open
+    if is_open:
+        return _PEM_END.search(line) is None
+    begin = _PEM_BEGIN.search(line)
+    return begin is not None and _PEM_END.search(line, begin.end()) is None
+
+
 def private_key_lines(lines: list[str]) -> set[int]:
     """0-based indices of lines that are inside a PEM private-key block (BEGIN line, body lines,
     END line) of a whole file; a block with a BEGIN but no END runs to the end of the list.

