@@ -3,32 +3,63 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 # `getHTTPProxy` -> get HTTP Proxy, `should_strip_auth` -> should strip auth, `sha256` stays whole.
+# Only ASCII letters and digits match, so one pass over a whole text splits it at everything else.
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
-_RUN = re.compile(r"[A-Za-z0-9]+")
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "ies", "es", "ed", "er", "s")
+_VOWELS = frozenset("aeiouy")
+_UNDOUBLE = frozenset("bdgmnprt")  # skipp -> skip, runn -> run, logg -> log
+# Words whose -ing, -ed or -s is part of the word, not an inflection.
+_WHOLE = frozenset(
+    """string thing ring king during nothing something anything everything bring spring swing
+    wing ping sing ceiling embed speed seed need feed shed bed red bus gas has was this
+    its yes less unless always perhaps news series species analysis basis axis alias canvas
+    atlas bias chaos""".split()
+)
+_stems: dict[str, str] = {}
+_STEMS_KEPT = 200_000  # words remembered; a warm process reads many repositories
 
 
-@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light stem: 'signatures' -> 'signatur', 'skipped' -> 'skip', 'retried' -> 'retry'.
+    """A word's stem, the same for its inflections and its -ate/-ation forms: 'validation',
+    'validates', 'validating' -> 'valid'; 'numbered', 'numbers' -> 'number'; 'retried' -> 'retry';
+    'caching' -> 'cach'. '-er' stays ('header' is not 'head'), short words stay whole."""
+    got = _stems.get(word)
+    if got is None:
+        if len(_stems) >= _STEMS_KEPT:
+            _stems.clear()
+        got = _stems[word] = _stem(word.lower())
+    return got
 
-    Also a regex prefix: the stem of a word starts every spelling of it that ripgrep should find."""
-    w = word.lower()
-    if len(w) > 4 and w.endswith(("ied", "ies")):
-        return w[:-3] + "y"
-    for suf in _SUFFIXES:
-        if suf == "s" and w[-2:-1] in ("s", "i", "u"):
-            continue  # redis, status, class: not plurals
-        if w.endswith(suf) and len(w) - len(suf) >= (3 if suf == "s" else 4):
-            w = w[: -len(suf)]
+
+def _stem(w: str) -> str:
+    if len(w) <= 3 or w in _WHOLE:
+        return w
+    # plurals and third persons
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith(("sses", "ches", "shes", "xes", "zes")) or (w.endswith("uses") and len(w) > 5):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    # -ing and -ed, putting back the e that came off ('naming' -> name, 'used' -> use)
+    derived = w.endswith(("ate", "ation"))
+    for suffix in ("ing", "ed"):
+        base = w[: -len(suffix)]
+        if w.endswith(suffix) and len(base) >= 2 and _VOWELS.intersection(base) and base[-1] != "e":
+            derived = base.endswith("at") and not base.endswith("att")  # validated, not formatted
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] in _UNDOUBLE:
+                base = base[:-1]
+            elif len(base) <= 3 and base[-1] not in _VOWELS and base[-1] not in "wxy":
+                base += "e"
+            w = base
             break
     if w.endswith("e") and len(w) > 4:
         w = w[:-1]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] in "bdgmnprt":
-        w = w[:-1]  # skipp -> skip, runn -> run
+    if w.endswith("ion") and len(w) > 6 and w[-4] in "st":
+        w = w[:-3]  # connection -> connect, validation -> validat
+    if derived and w.endswith("at") and len(w) >= 6:
+        w = w[:-2]  # validat -> valid, configurat -> configur (as 'configure')
     return w
 
 
@@ -39,7 +70,7 @@ _WORD_GROUPS = (
     "delete remove cleanup unlink prune purge rm",
     "create make build new init",
     "check verify validate ensure",
-    "config setting option ini cfg conf",
+    "config configure setting option ini cfg conf",
     "retry backoff attempt",
     "temp tmp",
     "folder dir directory",
@@ -77,16 +108,12 @@ for _group in SYNONYMS:
 def split_identifier(text: str) -> list[str]:
     """The words of an identifier or a phrase, lower-case: `_IO_switch_to_get_mode` -> io, switch,
     to, get, mode; `getHTTPProxy` -> get, http, proxy."""
-    out: list[str] = []
-    for run in _RUN.findall(text):
-        parts = _PART.findall(run)
-        out.extend(p.lower() for p in (parts or [run]))
-    return out
+    return [p.lower() for p in _PART.findall(text)]
 
 
 def tokens(text: str) -> list[str]:
     """Stemmed words of a name, a path or a comment, in order."""
-    return [stem(w) for w in split_identifier(text)]
+    return [stem(p.lower()) for p in _PART.findall(text)]
 
 
 def synonyms(stemmed: str) -> tuple[str, ...]:
