@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from codeask import search_only
+from codeask.denylist import DenyList
+from codeask.mirror import MirrorStore, RepoSpec
 from codeask.search import definition_index
-from codeask.search.definition_index import DefinitionIndex, fts5_available, index_for
+from codeask.search.definition_index import DefinitionIndex, Pending, fts5_available, index_for
 from codeask.search.definitions import extract
+from codeask.search.index_build import partial_path
 from codeask.search.vocabulary import split_identifier, synonyms, tokens
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from conftest import GitWorkTree
 
 PY = '''"""Sessions and their redirects."""
 
@@ -199,3 +205,93 @@ def test_callers_questions_list_where_the_definition_is_used(tree: Path) -> None
     assert result.evidence[0].name == "should_strip_auth"
     assert "Where `should_strip_auth` is used" in result.text
     assert "`tests/test_sessions.py:2`" in result.text
+
+
+# -- across commits, and within a time budget ---------------------------------------------------------
+
+
+def rows_of(index: DefinitionIndex) -> list[tuple[object, ...]]:
+    """Every row an index would rank, as the reader sees it, in id order."""
+    return list(
+        index._db.execute(
+            "SELECT d.id, f.path, d.line, d.end_line, d.kind, d.name, d.scope, d.nw, d.sw, d.dw, "
+            "d.n FROM defs d JOIN files f ON d.file = f.id ORDER BY d.id"
+        )
+    )
+
+
+def test_a_new_commit_parses_only_the_files_whose_blob_changed(
+    tmp_path: Path, git_repo: Callable[..., GitWorkTree]
+) -> None:
+    # Given a repository indexed at its first commit
+    work = git_repo()
+    work.commit(
+        {"app/sessions.py": PY, "chart/values.yaml": YAML, "lib/util.py": "def a():\n    pass\n"}
+    )
+    store = MirrorStore(tmp_path / "m", tmp_path / "s", DenyList())
+    spec = RepoSpec.parse(str(work.path), name="app")
+    first = store.sync(spec).snapshot
+    assert first.blobs is not None and set(first.blobs) == set(first.files)
+    definition_index._cache.clear()
+    assert isinstance(index_for(first), DefinitionIndex)
+
+    # When a commit changes one file and adds another
+    work.commit(
+        {"lib/util.py": "def b():\n    '''Rotate the bot token.'''\n", "lib/new.py": "X = 1\n"}
+    )
+    second = store.sync(spec).snapshot
+    index = index_for(second)
+
+    # Then only those two were parsed, the rest copied, and the index is the one a fresh build makes
+    assert isinstance(index, DefinitionIndex)
+    assert (index.stats.parsed, index.stats.reused) == (2, 2)
+    fresh = DefinitionIndex.build(
+        Snapshot(second.root, second.sha, second.repo, index_path=None), None
+    )
+    assert isinstance(fresh, DefinitionIndex)
+    assert rows_of(index) == rows_of(fresh)
+    assert [f.name for f in index.search([(tuple(tokens("rotate token")), 1.0)])][:1] == ["b"]
+
+
+def test_a_build_over_its_budget_is_continued_by_later_questions(
+    tree: Path, tmp_path: Path
+) -> None:
+    # Given a snapshot whose index cannot be built in the time a question gives it
+    target = tmp_path / ("f" * 40 + ".defs")
+    snap = Snapshot(tree, "f" * 40, RepoRef("t", str(tree)), index_path=target)
+    definition_index._cache.clear()
+    files = sum(1 for p in tree.rglob("*") if p.is_file())
+
+    # When questions each give it no time at all
+    first = index_for(snap, wait_s=0.0, slice_s=0.0)
+    assert isinstance(first, Pending) and first.files == files
+    assert not target.exists() and partial_path(target).is_file()
+    seen = [first.todo]
+    got: DefinitionIndex | Pending = first
+    while isinstance(got, Pending) and len(seen) <= files:
+        got = index_for(snap, wait_s=0.0, slice_s=0.0)
+        seen.append(got.todo if isinstance(got, Pending) else 0)
+
+    # Then every question got further, until the index was whole and the partial one gone
+    assert isinstance(got, DefinitionIndex) and seen == sorted(seen, reverse=True)
+    assert len(set(seen)) == len(seen) and target.is_file() and not partial_path(target).exists()
+    fresh = DefinitionIndex.build(Snapshot(tree, "f" * 40, RepoRef("t", str(tree))), None)
+    assert isinstance(fresh, DefinitionIndex) and rows_of(got) == rows_of(fresh)
+
+
+def test_without_its_index_search_only_says_so_and_still_cites_definitions(
+    tree: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / ("9" * 40 + ".defs")
+    snap = Snapshot(tree, "9" * 40, RepoRef("t", str(tree)), index_path=target)
+    definition_index._cache.clear()
+    deadline = time.monotonic()  # no time left: the index must not be waited for
+    result = search_only.answer(
+        "Where do we decide whether should_strip_auth drops the header?",
+        Toolbox(snap),
+        deadline=deadline,
+    )
+    assert "still being built" in result.text and "ripgrep's hits alone" in result.text
+    top = result.evidence[0]
+    assert (top.path, top.name, top.kind) == ("app/sessions.py", "should_strip_auth", "method")
+    assert not target.exists()

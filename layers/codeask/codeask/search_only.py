@@ -6,14 +6,16 @@ import bisect
 import math
 import re
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
-from codeask.search.definition_index import DefinitionIndex, Found, index_for
-from codeask.search.filekinds import KIND_WEIGHT, language_of, refine_language
+from codeask.search.definition_index import WAIT_S, DefinitionIndex, Found, Pending, index_for
+from codeask.search.definitions import extract
+from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine_language
 from codeask.search.syntax import syntax_for
 from codeask.search.vocabulary import split_identifier, stem, synonyms
 from codeask.snapshot import Snapshot
@@ -39,6 +41,8 @@ SECOND_WEIGHT = 0.2  # a file's second-best place adds this much of its score
 RANGE_LINES = 40  # a quoted text this close below its definition's line is cited as one range
 MIN_RELATIVE_SCORE = 0.12
 SNIPPET_LINES = 4
+RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
+UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
 # What a file is worth by its kind. Config counts in full here: `values.yaml` holds the defaults
 # questions ask about; tests, docs, vendored and generated code as in search results.
 FILE_KIND_WEIGHT = {**KIND_WEIGHT, "config": 1.0}
@@ -199,9 +203,16 @@ class SearchOnlyResult:
 
 
 def answer(
-    question: str, toolbox: Toolbox, *, reason: str = "no model key is configured"
+    question: str,
+    toolbox: Toolbox,
+    *,
+    reason: str = "no model key is configured",
+    deadline: float | None = None,
 ) -> SearchOnlyResult:
-    """Rank the evidence for `question` and write it up, clearly labelled as not a model's answer."""
+    """Rank the evidence for `question` and write it up, clearly labelled as not a model's answer.
+
+    `deadline` (time.monotonic()) bounds how long a first question waits for the definitions
+    index of a big repository; past that it is ranked by ripgrep's hits alone, and says so."""
     terms = question_terms(question)
     groups = question_groups(question)
     sha = toolbox.snapshot.short_sha
@@ -213,7 +224,7 @@ def answer(
             [],
             [],
         )
-    indexes = _indexes(toolbox)
+    indexes, pending = _indexes(toolbox, _wait_s(deadline))
     found = _search_indexes(indexes, groups)
     chosen = _rg_terms(terms, indexes)
     pairs = _run_searches(toolbox, chosen)
@@ -230,7 +241,14 @@ def answer(
             [],
             searches,
         )
-    rows = [label, "The most likely places, best first:"]
+    rows = [label]
+    for name, p in pending.items():
+        rows.append(
+            f"_The definitions index of {name} at this commit is still being built ({p.todo} of "
+            f"{p.files} files to go), so this is ranked by ripgrep's hits alone; later questions "
+            "rank definitions by what they mean._"
+        )
+    rows.append("The most likely places, best first:")
     for i, ev in enumerate(evidence, 1):
         rows += _cited(toolbox, i, ev)
     if _CALLERS_RE.search(question) and evidence[0].name:
@@ -244,11 +262,22 @@ def answer(
 # -- the index -----------------------------------------------------------------------------------------
 
 
-def _indexes(toolbox: Toolbox) -> list[tuple[str, DefinitionIndex]]:
-    """Each repository's definitions index with the prefix its paths carry in this tree."""
+def _wait_s(deadline: float | None) -> float:
+    if deadline is None:
+        return WAIT_S
+    return max(0.0, min(WAIT_S, (deadline - time.monotonic() - RESERVE_S) / 2))
+
+
+def _indexes(
+    toolbox: Toolbox, wait_s: float
+) -> tuple[list[tuple[str, DefinitionIndex]], dict[str, Pending]]:
+    """Each repository's definitions index with the prefix its paths carry in this tree, and the
+    repositories whose index is not ready within `wait_s` (shared by them, one after another)."""
     snap = toolbox.snapshot
     parts = snap.parts
     out = []
+    pending: dict[str, Pending] = {}
+    until = time.monotonic() + wait_s
     for name, part in parts.items():
         prefix = f"{name}/" if len(parts) > 1 else ""
         try:
@@ -256,10 +285,16 @@ def _indexes(toolbox: Toolbox) -> list[tuple[str, DefinitionIndex]]:
                 continue
             toolbox.notify("reading the definitions index" if _built(part) else
                            "indexing definitions (once per commit)")  # fmt: skip
-            out.append((prefix, index_for(part)))
+            got = index_for(part, wait_s=max(0.0, until - time.monotonic()))
         except (OSError, sqlite3.Error) as e:
             toolbox.notify(f"no definitions index for {name}: {e}")
-    return out
+            continue
+        if isinstance(got, Pending):
+            toolbox.notify(f"definitions index of {name}: {got.todo} of {got.files} files to go")
+            pending[name] = got
+        else:
+            out.append((prefix, got))
+    return out, pending
 
 
 def _built(part: Snapshot) -> bool:
@@ -366,15 +401,14 @@ def _add_hits(
     """ripgrep's hits as evidence for the definition around each (or the bare line): each term once
     per definition, however many near-identical lines say it."""
     n_files = max(1, len(toolbox.snapshot.files))
-    spans: dict[str, list[tuple[int, int, str, str]]] = {}
+    spans = _Spans(toolbox, indexes, pairs)
     for term, outcome in pairs:
         rarity = math.log(1 + n_files / max(1, outcome.total_files))
         weight = rarity * (EXACT_WEIGHT if term.exact else HIT_WEIGHT)
         for fh in outcome.files:
-            if fh.path not in spans:
-                spans[fh.path] = _definitions_of(indexes, fh.path)
+            defs = spans.of(fh.path)
             for h in fh.hits[:HITS_PER_FILE]:
-                where = _innermost(spans[fh.path], h.line)
+                where = _innermost(defs, h.line)
                 if where is None:
                     key = (fh.path, h.line)
                     c = cands.setdefault(key, _Candidate(fh.path, h.line, h.line, "line", ""))
@@ -449,20 +483,53 @@ def _raw_lines(toolbox: Toolbox, rel: str) -> list[str] | None:
         return None
 
 
-def _definitions_of(
-    indexes: list[tuple[str, DefinitionIndex]], path: str
-) -> list[tuple[int, int, str, str]]:
-    for prefix, index in indexes:
-        if path.startswith(prefix):
-            return index.definitions_in(path[len(prefix) :])
-    return []
+class _Spans:
+    """The definitions in a file with hits, as (line, end, kind, name) in line order: from its
+    repository's index, or, with none yet, parsed now for the files with the most of the question."""
+
+    def __init__(
+        self,
+        toolbox: Toolbox,
+        indexes: list[tuple[str, DefinitionIndex]],
+        pairs: list[tuple[Term, SearchOutcome]],
+    ) -> None:
+        self.toolbox = toolbox
+        self.indexes = indexes
+        self.cache: dict[str, list[tuple[int, int, str, str]]] = {}
+        terms: dict[str, int] = {}
+        for _, outcome in pairs:
+            for fh in outcome.files:
+                terms[fh.path] = terms.get(fh.path, 0) + 1
+        best = sorted(terms, key=lambda p: (-terms[p], p))[:UNINDEXED_FILES]
+        self.parse_now = set(best)
+
+    def of(self, path: str) -> list[tuple[int, int, str, str]]:
+        got = self.cache.get(path)
+        if got is None:
+            got = self.cache[path] = self._find(path)
+        return got
+
+    def _find(self, path: str) -> list[tuple[int, int, str, str]]:
+        for prefix, index in self.indexes:
+            if path.startswith(prefix):
+                return index.definitions_in(path[len(prefix) :])
+        if path not in self.parse_now:
+            return []
+        lines = _raw_lines(self.toolbox, path)
+        if not lines:
+            return []
+        try:
+            found = extract(path, lines)
+        except (RecursionError, ValueError):
+            return []
+        return sorted((d.line, d.end, d.kind, d.name) for d in found if d.kind != "file")
 
 
 def _file_kind(indexes: list[tuple[str, DefinitionIndex]], path: str) -> str:
     for prefix, index in indexes:
-        if prefix and path.startswith(prefix):
+        if path.startswith(prefix):
             return index.file_kind(path[len(prefix) :])
-    return indexes[0][1].file_kind(path) if indexes else "source"
+    return file_kind(path)
 
 
 def _innermost(

@@ -45,6 +45,9 @@ class Snapshot:
     # Where this snapshot's definitions index lives (beside the read-only tree, never inside it);
     # None keeps it in memory (a tree that is not a materialised snapshot).
     index_path: Path | None = None
+    # Each file's git blob id, when the writer of the tree knows them: an index build reuses the
+    # rows of an earlier commit's unchanged files by them.
+    blobs: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))

@@ -55,6 +55,13 @@ def materialise(repo: pygit2.Repository, sha: str, target: Path, deny: DenyList)
     return tuple(sorted(written))
 
 
+def tree_blobs(repo: pygit2.Repository, sha: str, deny: DenyList) -> dict[str, str]:
+    """The blob id of every visible file of the commit, by path, as `materialise` would write it;
+    reads trees only, never a blob."""
+    plan = _plan(repo[sha].peel(pygit2.Commit).tree, "", deny)
+    return {rel: str(oid) for _, rel, oid, _ in plan.files}
+
+
 def _safe_entry_name(name: str) -> bool:
     # Tree entries come from the remote: a crafted one must not climb out of the snapshot.
     return name not in ("", ".", "..") and "/" not in name and "\x00" not in name

@@ -14,11 +14,12 @@ from pathlib import Path
 import pygit2
 
 from codeask.denylist import DenyList
-from codeask.mirror.materialise import TEMP_IDLE_S, materialise, remove_tree
+from codeask.mirror.materialise import TEMP_IDLE_S, materialise, remove_tree, tree_blobs
 from codeask.snapshot import RepoRef, Snapshot
 
 _SNAPSHOT_DIR_RE = re.compile(r"^[0-9a-f]{40,64}-[0-9a-f]{12}$")
 INDEX_SUFFIX = ".defs"  # the definitions index of snapshot `X` is the file `X.defs` beside it
+PARTIAL_SUFFIX = INDEX_SUFFIX + ".partial"  # ... and one its build could not finish yet
 _SNAPSHOT_IDLE_S = 600.0  # a snapshot untouched this long is nobody's current answer
 _TOUCH_EVERY_S = 60.0
 _CACHE_MAX = 16
@@ -57,10 +58,13 @@ class Snapshots:
         if not target.is_dir():
             listing = materialise(repo, sha, target, self.deny)
         self._touch(target, force=True)
-        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny,
-                            index_path=target.with_name(target.name + INDEX_SUFFIX))  # fmt: skip
+        index_path = target.with_name(target.name + INDEX_SUFFIX)
+        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny, index_path=index_path)
         if listing is not None:
             snapshot.seed_files(listing)
+        if not index_path.is_file():
+            # Its index is still to be built: unchanged files' rows are found by their blob ids.
+            snapshot.blobs = tree_blobs(repo, sha, self.deny)
         with _guard:
             _cache[cache_key] = snapshot
             while len(_cache) > _CACHE_MAX:
@@ -103,8 +107,9 @@ class Snapshots:
                     remove_tree(path)
             elif path != current and _SNAPSHOT_DIR_RE.match(entry.name) and entry.is_dir():
                 kept.append((mtime, path))
-            elif entry.name.endswith(INDEX_SUFFIX) and now - mtime > TEMP_IDLE_S:
-                if not (repo_dir / entry.name.removesuffix(INDEX_SUFFIX)).is_dir():
+            elif entry.name.endswith((INDEX_SUFFIX, PARTIAL_SUFFIX)) and now - mtime > TEMP_IDLE_S:
+                owner = entry.name.removesuffix(".partial").removesuffix(INDEX_SUFFIX)
+                if not (repo_dir / owner).is_dir():
                     remove_tree(path)  # its snapshot was pruned while someone still read it
         kept.sort(reverse=True)
         for mtime, path in kept[self.keep - 1 :]:
@@ -118,6 +123,7 @@ class Snapshots:
                 continue
             # An open index stays readable to whoever has it open; new readers rebuild.
             remove_tree(path.with_name(path.name + INDEX_SUFFIX))
+            remove_tree(path.with_name(path.name + PARTIAL_SUFFIX))
             with _guard:
                 for key in [k for k in _cache if k[0] == path]:
                     del _cache[key]

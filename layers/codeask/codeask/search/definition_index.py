@@ -2,43 +2,32 @@
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import math
-import os
 import sqlite3
 import threading
-import time
-import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codeask.search.definitions import Definition, extract
+from codeask.search import index_build
 from codeask.search.filekinds import file_kind
-from codeask.search.vocabulary import tokens
+from codeask.search.index_build import VERSION, BuildStats, fts5_available
 from codeask.snapshot import Snapshot
 
-VERSION = "4"  # bump when what is indexed, or how, changes: older files are rebuilt
-MAX_FILE_BYTES = 4_000_000
-BINARY_SNIFF = 8000
-DOC_TOKENS = 60
+__all__ = ["DefinitionIndex", "Found", "Pending", "fts5_available", "index_for"]
+
 RARE_MIN = 2000  # a word in at most this many definitions (or 2 % of them) finds candidates
 CANDIDATES = 1000  # candidates the commoner words then add to
 PATH_FILES = 8  # ... with every definition of the files whose paths match the question best
 PATH_ROWS = 3000
 COLUMNS = ("name", "scope", "path", "doc")
-# Contentless: the words are only searched, never shown, so their text need not be stored.
-FTS5_OPTIONS = "content='', detail=full, tokenize='unicode61'"
 WEIGHTS = (4.0, 1.0, 1.5, 1.0)  # what a word is worth in each column, for BM25
 K1, B = 1.2, 0.75  # FTS5's bm25() constants, used by the Python fallback too
-# Plain English that fills comments and docstrings but never tells two definitions apart.
-_DOC_STOP = frozenset(
-    """the a an and or of to in is are be it this that for on as with by at from not if when
-    which can will was were has have had its into than then there these those but all any so
-    no such only may also should would could do does did been being our we you your they them
-    their he she his her i me my us""".split()
-)
+# The first search-only answer waits at most this long for a snapshot's index; a longer build
+# goes on, a slice per question, and those questions are ranked by ripgrep's hits alone.
+WAIT_S = 20.0
+SLICE_S = 3.0  # what a question gives a build that is seen not to fit in its wait
 
 
 @dataclass(frozen=True)
@@ -55,23 +44,12 @@ class Found:
     groups: frozenset[int] = field(default_factory=frozenset)  # which query groups it matched
 
 
-@dataclass
-class BuildStats:
-    files: int = 0
-    definitions: int = 0
-    seconds: float = 0.0
-    bytes: int = 0
-    engine: str = ""
+@dataclass(frozen=True)
+class Pending:
+    """A snapshot's index that is not built yet: how many of its files are still to be read."""
 
-
-def fts5_available() -> bool:
-    """Whether this Python's SQLite has FTS5 compiled in (the index falls back to plain tables)."""
-    try:
-        with contextlib.closing(sqlite3.connect(":memory:")) as db:
-            db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        return True
-    except sqlite3.OperationalError:
-        return False
+    todo: int
+    files: int
 
 
 class DefinitionIndex:
@@ -97,34 +75,25 @@ class DefinitionIndex:
 
     @classmethod
     def build(
-        cls, snapshot: Snapshot, target: Path | None, *, fts5: bool | None = None
-    ) -> DefinitionIndex:
-        """Index every file of `snapshot`: into `target` (written beside it, then renamed into
-        place, so a reader never sees half an index), or in memory when `target` is None."""
-        started = time.perf_counter()
-        use_fts5 = fts5_available() if fts5 is None else fts5
-        tmp = None
-        if target is None:
-            db = sqlite3.connect(":memory:", check_same_thread=False)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-            db = sqlite3.connect(tmp, check_same_thread=False)
-        try:
-            stats = _write(db, snapshot, use_fts5)
-            if tmp is not None and target is not None:
-                db.close()
-                stats.bytes = tmp.stat().st_size
-                os.replace(tmp, target)  # a rival builder's identical index may be replaced
-                db = _open_read_only(target)
-            stats.seconds = time.perf_counter() - started
-            return cls(db, stats)
-        except BaseException:
-            db.close()
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
-            raise
+        cls,
+        snapshot: Snapshot,
+        target: Path | None,
+        *,
+        fts5: bool | None = None,
+        budget_s: float | None = None,
+        slice_s: float | None = None,
+    ) -> DefinitionIndex | BuildStats:
+        """The snapshot's index, built now (see index_build.build), or the stats of a build that
+        ran out of budget and left a partial index for the next one."""
+        db, stats = index_build.build(
+            snapshot, target, fts5=fts5, budget_s=budget_s, slice_s=slice_s
+        )
+        if not stats.complete:
+            return stats
+        if db is None and target is not None:
+            db = _open_read_only(target)
+        assert db is not None
+        return cls(db, stats)
 
     @classmethod
     def open(cls, path: Path) -> DefinitionIndex | None:
@@ -134,7 +103,7 @@ class DefinitionIndex:
         try:
             db = _open_read_only(path)
             meta = dict(db.execute("SELECT key, value FROM meta"))
-            if meta.get("version") != VERSION:
+            if meta.get("version") != VERSION or meta.get("complete") != "1":
                 db.close()
                 return None
             stats = BuildStats(int(meta["files"]), int(meta["rows"]), float(meta["seconds"]),
@@ -284,10 +253,10 @@ class DefinitionIndex:
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            for rowid, file_id, text, n in self._db.execute(
-                f"SELECT id, file, words, n FROM defs WHERE id IN ({marks})", chunk
+            for rowid, file_id, nw, sw, dw, n in self._db.execute(
+                f"SELECT id, file, nw, sw, dw, n FROM defs WHERE id IN ({marks})", chunk
             ):
-                whole = f" {text.replace(chr(9), '  ')} "
+                whole = f" {nw}  {sw}  {dw} "
                 fs = {}
                 for w, pw in padded:
                     key = (file_id, w)
@@ -295,9 +264,8 @@ class DefinitionIndex:
                     if f is None:
                         f = in_path[key] = wp * self._path_text[file_id].count(pw)
                     if pw in whole:
-                        name, scope, doc = text.split("\t")
-                        f += (wn * f" {name} ".count(pw) + ws * f" {scope} ".count(pw)
-                              + wd * f" {doc} ".count(pw))  # fmt: skip
+                        f += (wn * f" {nw} ".count(pw) + ws * f" {sw} ".count(pw)
+                              + wd * f" {dw} ".count(pw))  # fmt: skip
                     if f:
                         fs[w] = f
                 out[rowid] = (fs, n)
@@ -325,94 +293,6 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
 
-def _write(db: sqlite3.Connection, snapshot: Snapshot, use_fts5: bool) -> BuildStats:
-    started = time.perf_counter()
-    db.execute("PRAGMA journal_mode = OFF")
-    db.execute("PRAGMA synchronous = OFF")
-    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-    db.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT, kind TEXT, words TEXT)")
-    # `words`: the stemmed words of the name, scope and doc columns, tab-separated
-    db.execute(
-        "CREATE TABLE defs (id INTEGER PRIMARY KEY, file INTEGER, line INTEGER, end_line INTEGER, "
-        "kind TEXT, name TEXT, scope TEXT, words TEXT, n INTEGER)"
-    )
-    if use_fts5:
-        db.execute(f"CREATE VIRTUAL TABLE words USING fts5(name, scope, path, doc, {FTS5_OPTIONS})")
-    else:
-        db.execute(
-            "CREATE TABLE post (term TEXT, id INTEGER, PRIMARY KEY (term, id)) WITHOUT ROWID"
-        )
-    stats = BuildStats(engine="fts5" if use_fts5 else "tables")
-    total_len = 0
-    rowid = 0
-    defs_rows: list[tuple[object, ...]] = []
-    word_rows: list[tuple[object, ...]] = []
-
-    def flush() -> None:
-        db.executemany("INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", defs_rows)
-        if use_fts5:
-            db.executemany("INSERT INTO words (rowid, name, scope, path, doc) VALUES (?, ?, ?, ?, ?)",
-                           word_rows)  # fmt: skip
-        else:
-            post = {(w, rid) for rid, *cols in word_rows for col in cols for w in str(col).split()}
-            db.executemany("INSERT INTO post VALUES (?, ?)", sorted(post))
-        defs_rows.clear()
-        word_rows.clear()
-
-    for file_id, (path, defs) in enumerate(_definitions(snapshot)):
-        kind = file_kind(path)
-        base = path.rsplit("/", 1)[-1]
-        bare = path[: len(path) - len(base)] + (base.rsplit(".", 1)[0] if "." in base[1:] else base)
-        path_words = " ".join(dict.fromkeys(tokens(bare)))
-        db.execute("INSERT INTO files VALUES (?, ?, ?, ?)", (file_id, path, kind, path_words))
-        stats.files += 1
-        for d in defs:
-            rowid += 1
-            name = " ".join(tokens(d.name))
-            scope = " ".join(tokens(" ".join(d.scope)))
-            doc = " ".join([w for w in tokens(d.doc) if w not in _DOC_STOP][:DOC_TOKENS])
-            length = sum(len(s.split()) for s in (name, scope, path_words, doc))
-            total_len += length
-            defs_rows.append((rowid, file_id, d.line, d.end, d.kind, d.name, "\x1f".join(d.scope),
-                              f"{name}\t{scope}\t{doc}", length))  # fmt: skip
-            word_rows.append((rowid, name, scope, path_words, doc))
-        if len(defs_rows) > 5000:
-            flush()
-    flush()
-    db.execute("CREATE INDEX defs_by_file ON defs (file, line)")
-    if use_fts5:
-        db.execute("INSERT INTO words (words) VALUES ('optimize')")
-    stats.definitions = rowid
-    meta = {"version": VERSION, "engine": stats.engine, "rows": str(rowid), "files": str(stats.files),
-            "avg_len": str(total_len / rowid if rowid else 1.0),
-            "seconds": f"{time.perf_counter() - started:.3f}"}  # fmt: skip
-    db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-    db.commit()
-    return stats
-
-
-def _definitions(snapshot: Snapshot) -> Iterable[tuple[str, list[Definition]]]:
-    root = snapshot.root
-    for rel in snapshot.files:
-        real = root / rel
-        try:
-            if real.is_symlink() or real.stat().st_size > MAX_FILE_BYTES:
-                continue
-            data = real.read_bytes()
-        except OSError:
-            continue
-        if b"\x00" in data[:BINARY_SNIFF]:
-            continue
-        lines = data.decode("utf-8", "replace").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        try:
-            defs = extract(rel, lines)
-        except (RecursionError, ValueError):
-            continue  # one odd file must not cost the whole index
-        yield rel, defs
-
-
 # -- one index per snapshot per process ------------------------------------------------------------
 
 _CACHED = 8
@@ -421,9 +301,13 @@ _cache_lock = threading.Lock()
 _build_locks: dict[tuple[str, str], threading.Lock] = {}
 
 
-def index_for(snapshot: Snapshot) -> DefinitionIndex:
+def index_for(
+    snapshot: Snapshot, *, wait_s: float | None = WAIT_S, slice_s: float = SLICE_S
+) -> DefinitionIndex | Pending:
     """The snapshot's index: from this process's cache, from disk, or built now (once per SHA).
 
+    A build is given `wait_s` (None: as long as it takes); one that will not finish in it spends
+    `slice_s` and is continued by the next call, and Pending says how much is left.
     Raises OSError or sqlite3.Error when it cannot be built (a full disk, say)."""
     where = snapshot.index_path
     key = (str(where or snapshot.root), snapshot.sha)
@@ -439,7 +323,12 @@ def index_for(snapshot: Snapshot) -> DefinitionIndex:
             return hit
         index = DefinitionIndex.open(where) if where is not None else None
         if index is None:
-            index = DefinitionIndex.build(snapshot, where)
+            # An index kept only in memory cannot be continued later: it is built whole.
+            budget = wait_s if where is not None else None
+            built = DefinitionIndex.build(snapshot, where, budget_s=budget, slice_s=slice_s)
+            if isinstance(built, BuildStats):
+                return Pending(built.todo, built.files + built.todo)
+            index = built
         with _cache_lock:
             _cache[key] = index
             while len(_cache) > _CACHED:
