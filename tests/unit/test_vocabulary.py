@@ -27,6 +27,12 @@ from codeask.search.vocabulary import split_identifier, stem, synonyms, tokens
         ("format", "formats", "formatted", "formatting"),
         ("create", "created", "creation"),
         ("index", "indexes", "indexed"),
+        ("run", "runs", "running", "runner", "runners"),
+        ("handle", "handled", "handler", "handlers"),
+        ("parse", "parser"),
+        ("discover", "discovers", "discovered"),
+        ("log", "logging", "logger"),
+        ("time", "timer", "timing"),
     ],
 )
 def test_a_words_forms_share_one_stem(forms: tuple[str, ...]) -> None:
@@ -36,9 +42,10 @@ def test_a_words_forms_share_one_stem(forms: tuple[str, ...]) -> None:
 @pytest.mark.parametrize(
     ("a", "b"),
     [
-        ("header", "head"),  # -er is not stripped: a header is not a head
+        ("header", "head"),  # a header is not one who heads
         ("number", "numb"),
-        ("parser", "parse"),
+        ("order", "ord"),
+        ("user", "use"),
         ("format", "form"),  # 'formatted' is not a derived -ate word
         ("string", "str"),
         ("redis", "red"),

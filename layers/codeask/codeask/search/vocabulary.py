@@ -16,14 +16,21 @@ _WHOLE = frozenset(
     its yes less unless always perhaps news series species analysis basis axis alias canvas
     atlas bias chaos""".split()
 )
+# Words whose -er is part of the word, not the one who does it: 'header' is not 'head'.
+_NOT_AGENTS = frozenset(
+    """number header order filter buffer pointer parameter register member layer user other
+    render offer transfer integer character cluster master folder border answer power trigger
+    cover error under over after never ever however whether either rather later upper lower
+    inner outer super paper water letter matter chapter corner center enter alter""".split()
+)
 _stems: dict[str, str] = {}
 _STEMS_KEPT = 200_000  # words remembered; a warm process reads many repositories
 
 
 def stem(word: str) -> str:
-    """A word's stem, the same for its inflections and its -ate/-ation forms: 'validation',
-    'validates', 'validating' -> 'valid'; 'numbered', 'numbers' -> 'number'; 'retried' -> 'retry';
-    'caching' -> 'cach'. '-er' stays ('header' is not 'head'), short words stay whole."""
+    """A word's stem, the same for its inflections, its -ate/-ation forms and its doer: 'validation',
+    'validates', 'validating' -> 'valid'; 'runner', 'running' -> 'run'; 'parser', 'parsed' -> 'pars';
+    'numbered', 'numbers' -> 'number' ('header' is not 'head'); short words stay whole."""
     got = _stems.get(word)
     if got is None:
         if len(_stems) >= _STEMS_KEPT:
@@ -42,18 +49,25 @@ def _stem(w: str) -> str:
         w = w[:-2]
     elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
-    # -ing and -ed, putting back the e that came off ('naming' -> name, 'used' -> use)
+    # -ing or -ed, then a doer's -er, putting back an e that came off ('naming' -> name)
     derived = w.endswith(("ate", "ation"))
-    for suffix in ("ing", "ed"):
+    for suffix in ("ing", "ed", "er"):
         base = w[: -len(suffix)]
-        if w.endswith(suffix) and len(base) >= 2 and _VOWELS.intersection(base) and base[-1] != "e":
-            derived = base.endswith("at") and not base.endswith("att")  # validated, not formatted
+        if (
+            w.endswith(suffix)
+            and len(base) >= (3 if suffix == "er" else 2)
+            and _VOWELS.intersection(base)
+            and base[-1] != "e"
+            and not (suffix == "er" and w in _NOT_AGENTS)
+        ):
+            derived = derived or (base.endswith("at") and not base.endswith("att"))
             if len(base) > 3 and base[-1] == base[-2] and base[-1] in _UNDOUBLE:
                 base = base[:-1]
             elif len(base) <= 3 and base[-1] not in _VOWELS and base[-1] not in "wxy":
                 base += "e"
             w = base
-            break
+            if not w.endswith("er"):
+                break  # else an -er may follow: 'discovered' -> discover -> discov
     if w.endswith("e") and len(w) > 4:
         w = w[:-1]
     if w.endswith("ion") and len(w) > 6 and w[-4] in "st":
