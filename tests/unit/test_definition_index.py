@@ -295,3 +295,55 @@ def test_without_its_index_search_only_says_so_and_still_cites_definitions(
     top = result.evidence[0]
     assert (top.path, top.name, top.kind) == ("app/sessions.py", "should_strip_auth", "method")
     assert not target.exists()
+
+
+HELM = """apiVersion: apps/v1
+kind: StatefulSet
+spec:
+  template:
+    spec:
+      containers:
+        - name: kafka
+          {{- if .Values.broker.args }}
+          args: {{- toYaml .Values.broker.args | nindent 12 }}
+          {{- end }}
+          env:
+            - name: KAFKA_HEAP_OPTS
+              value: {{ coalesce .Values.broker.heapOpts .Values.heapOpts | quote }}
+"""
+
+
+def test_template_yaml_keys_are_definitions_with_their_values() -> None:
+    # No YAML parser reads a Helm template: its keys come from their lines, parents by indentation.
+    keys = {d.line: d for d in extract("chart/templates/statefulset.yaml", HELM.splitlines())}
+    value = keys[13]
+    assert (value.kind, value.name) == ("key", "value")
+    assert value.scope == ("spec", "template", "spec", "containers", "env")
+    assert ".Values.broker.heapOpts" in value.doc
+    assert keys[12].doc == "KAFKA_HEAP_OPTS" and 8 not in keys
+
+
+def long_function(deep: str) -> str:
+    body = "".join(f"    step_{i} = prepare({i})\n" for i in range(40))
+    return f"def run_pipeline(items):\n{body}    {deep}\n    return items\n"
+
+
+def test_a_line_deep_in_a_long_function_is_cited_under_the_function(tmp_path: Path) -> None:
+    root = tmp_path / "deep"
+    write(root, "app/pipeline.py", long_function("items = scrub_environment(unsafe_secure_vars)"))
+    write(root, "app/other.py", "def prepare(i):\n    return i\n")
+    snap = Snapshot(root, "7" * 40, RepoRef("t", str(root)))
+    definition_index._cache.clear()
+    result = search_only.answer(
+        "Where are the unsafe environment variables scrubbed for secure programs?", Toolbox(snap)
+    )
+    # Then the function is cited down to that line, and both are shown
+    top = result.evidence[0]
+    assert (top.path, top.line, top.end_line, top.name) == (
+        "app/pipeline.py",
+        1,
+        42,
+        "run_pipeline",
+    )
+    assert "`app/pipeline.py:1-42`" in result.text
+    assert "def run_pipeline(items):" in result.text and "scrub_environment" in result.text

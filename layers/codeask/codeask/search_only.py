@@ -38,7 +38,7 @@ BODY_LINES = 400
 BODY_AVG_WORDS = 120.0
 K1, B = 1.2, 0.75
 SECOND_WEIGHT = 0.2  # a file's second-best place adds this much of its score
-RANGE_LINES = 40  # a quoted text this close below its definition's line is cited as one range
+DEEP_LINES = 12  # a body line further than this below its definition's line may be cited itself
 MIN_RELATIVE_SCORE = 0.12
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
@@ -380,8 +380,8 @@ def rank(
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
         if best.hit_line is not None and best.hit_line != best.line:
-            if best.line < best.hit_line <= best.line + RANGE_LINES and best.kind != "line":
-                end = best.hit_line  # the definition down to the quoted text inside it
+            if best.line < best.hit_line <= best.end and best.kind != "line":
+                end = best.hit_line  # the definition down to the line inside it that answers
             else:
                 line = best.hit_line
         out.append(Evidence(path, s, line, "", sorted(best.labels), best.name, best.kind, end))
@@ -455,23 +455,42 @@ def _add_bodies(
         lines = files[c.path]
         if not lines:
             continue
-        tf: dict[str, int] = {}
-        n = 0
-        for text in lines[c.line : min(c.end, c.line + BODY_LINES)]:
-            for ident in _TOKEN_RE.findall(text):
-                for part in split_identifier(ident):
-                    n += 1
-                    st = stem(part)
-                    if st in want:
-                        tf[st] = tf.get(st, 0) + 1
+        tf, n, best_line = _read_body(lines[c.line : min(c.end, c.line + BODY_LINES)], c.line + 1,
+                                      {w: idf[w] * want[w][0] for w in want})  # fmt: skip
         if not tf:
             continue
+        if c.hit_line is None and best_line - c.line > DEEP_LINES:
+            c.hit_line = best_line  # deep in a long body: cite the line, under its function
         # A long body says everything once; a short one is not worth more than an average one.
         norm = K1 * (1 - B + B * max(n, BODY_AVG_WORDS) / BODY_AVG_WORDS)
         for w, f in tf.items():
             weight, label = want[w]
             c.body["body:" + w] = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
             c.labels.add(label)
+
+
+def _read_body(
+    body: list[str], first: int, worth: dict[str, float]
+) -> tuple[dict[str, int], int, int]:
+    """How often each wanted word is in a body, how many words it has, and the line (numbered
+    from `first`) with the most worth of two or more of them (0: none)."""
+    tf: dict[str, int] = {}
+    n = 0
+    best_line, best = 0, 0.0
+    for row, text in enumerate(body, first):
+        on_line: set[str] = set()
+        for ident in _TOKEN_RE.findall(text):
+            for part in split_identifier(ident):
+                n += 1
+                st = stem(part)
+                if st in worth:
+                    tf[st] = tf.get(st, 0) + 1
+                    on_line.add(st)
+        if len(on_line) >= 2:
+            score = sum(worth[w] for w in on_line)
+            if score > best:
+                best_line, best = row, score
+    return tf, n, best_line
 
 
 def _raw_lines(toolbox: Toolbox, rel: str) -> list[str] | None:

@@ -65,9 +65,12 @@ class DefinitionIndex:
         self.avg_len = float(meta["avg_len"])
         self._paths: dict[int, tuple[str, str]] = {}
         self._path_text: dict[int, str] = {}  # a file's path words, padded for counting
+        self._path_words: dict[str, list[int]] = {}  # a path word -> the files it names
         for i, p, k, words in db.execute("SELECT id, path, kind, words FROM files"):
             self._paths[i] = (p, k)
             self._path_text[i] = f" {words} "
+            for w in words.split():
+                self._path_words.setdefault(w, []).append(i)
         self.rare_limit = max(RARE_MIN, self.rows // 50)
         self._file_ids = {p: i for i, (p, _) in self._paths.items()}
 
@@ -197,13 +200,12 @@ class DefinitionIndex:
 
     def _path_files(self, words: list[str], df: dict[str, int]) -> list[int]:
         """The files whose paths hold the most of the words (weighted by rarity), best first."""
-        padded = [(f" {w} ", math.log(1 + self.rows / df[w])) for w in words]
-        scored = []
-        for file_id, text in self._path_text.items():
-            s = sum(idf for pw, idf in padded if pw in text)
-            if s:
-                scored.append((-s, file_id))
-        return [f for _, f in heapq.nsmallest(PATH_FILES, scored)]
+        scores: dict[int, float] = {}
+        for w in words:
+            idf = math.log(1 + self.rows / df[w])
+            for file_id in self._path_words.get(w, ()):
+                scores[file_id] = scores.get(file_id, 0.0) + idf
+        return [f for _, f in heapq.nsmallest(PATH_FILES, ((-s, f) for f, s in scores.items()))]
 
     def _in_files(self, file_ids: list[int]) -> list[int]:
         out: list[int] = []

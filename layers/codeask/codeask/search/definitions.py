@@ -65,6 +65,8 @@ def extract(path: str, lines: list[str], source: bytes | None = None) -> list[De
     if languages.has_grammar(language) and language is not None:
         if source is None:
             source = "\n".join(lines).encode("utf-8", "replace")
+        if language == "yaml" and b"{{" in source:
+            return (out + _template_keys(lines, language))[: MAX_PER_FILE + 1]
         if len(source) <= MAX_PARSE_BYTES:
             tree = _parser(language).parse(source)
             if language in languages.CONFIG:
@@ -283,6 +285,34 @@ def _comment_above(lines: list[str], row: int, language: str | None) -> str:
 
 
 # -- files without a grammar -------------------------------------------------------------------------
+
+# A key line of templated YAML (a Helm template): indentation, an optional list dash, key, value.
+_TEMPLATE_KEY = re.compile(r"^( *)(- +)?([A-Za-z_][\w.-]*)\s*:(?:\s+(.*?))?\s*$")
+VALUE_CHARS = 160
+
+
+def _template_keys(lines: list[str], language: str | None) -> list[Definition]:
+    """Keys of YAML with template directives in it, which no YAML parser reads: each key line,
+    under the keys its indentation puts it in, with its value (`{{ .Values.broker.heapOpts }}`)
+    as part of what describes it, so the line that uses a setting is found by the setting's name."""
+    out = []
+    stack: list[tuple[int, str]] = []  # enclosing keys: (indent, key)
+    for i, text in enumerate(lines):
+        m = _TEMPLATE_KEY.match(text)
+        if m is None:
+            continue
+        indent = len(m.group(1)) + len(m.group(2) or "")
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        key, value = m.group(3), (m.group(4) or "")[:VALUE_CHARS]
+        doc = " ".join(filter(None, (_comment_above(lines, i, language), value)))
+        out.append(
+            Definition(i + 1, i + 1, "key", key, tuple(k for _, k in stack), doc[:DOC_CHARS])
+        )
+        stack.append((indent, key))
+        if len(out) >= MAX_PER_FILE:
+            break
+    return out
 
 
 def _heuristic(lines: list[str], language: str | None) -> list[Definition]:

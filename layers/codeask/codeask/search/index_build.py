@@ -17,7 +17,7 @@ from codeask.search.filekinds import file_kind
 from codeask.search.vocabulary import tokens
 from codeask.snapshot import Snapshot
 
-VERSION = "5"  # bump when what is indexed, or how, changes: older files are rebuilt, not reused
+VERSION = "7"  # bump when what is indexed, or how, changes: older files are rebuilt, not reused
 MAX_FILE_BYTES = 4_000_000
 BINARY_SNIFF = 8000
 DOC_TOKENS = 60
