@@ -74,8 +74,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-# `make bench` plus search-only quality on the hard tuning set (needs /work/corpora; see
-# bench/tuning/README.md); without the corpora it says so and measures the rest.
+# Search-only quality on every set (bench/eval, and the hard and easy tuning sets in
+# /work/corpora, see bench/tuning/README.md) beside a naive grep baseline; without the corpora it
+# says so and measures bench/eval alone.
 bench-tuning: $(STAMP)
 	$(BIN)/python bench/run.py --tuning
 

@@ -27,7 +27,7 @@ K1, B = 1.2, 0.75  # FTS5's bm25() constants, used by the Python fallback too
 # The first search-only answer waits at most this long for a snapshot's index; a longer build
 # goes on, a slice per question, and those questions are ranked by ripgrep's hits alone.
 WAIT_S = 20.0
-SLICE_S = 3.0  # what a question gives a build that is seen not to fit in its wait
+SLICE_S = 5.0  # what a question gives a build that is seen not to fit in its wait
 
 
 @dataclass(frozen=True)
