@@ -32,6 +32,8 @@ class Corpus:
     commit: str  # the corpus commit: upstream's tree as one root commit (minus blobs the snapshot lacks)
     dropped: tuple[str, ...] = ()  # paths whose blobs the snapshot lacks (files of 4 MiB and more)
     history: bool = False  # also keep NAME-full, a clone of the branch with its whole history
+    # "tuning": the search tools were tuned on it; "independent": kept out of tuning, to check it
+    role: str = "tuning"
 
 
 # generated libm test data of 4 MiB and more, which the fetched snapshot does not hold
@@ -67,7 +69,36 @@ CORPORA = (
         upstream="5165628ae06697f8f68a670bef7739d93c4b7f44",
         commit="7710a8a782d93aa7288ffeccfcc6b710590bcb7f",
     ),
+    Corpus(
+        name="git",
+        url="https://github.com/git/git",
+        mirror="git+git",
+        branch="master",
+        upstream="1a3e64c6c4a623626ff0687008732a8e007e2a1c",
+        commit="697ab864b5c7950eaf15bef98189197dc1ce9804",
+        role="independent",
+    ),
+    Corpus(
+        name="ansible",
+        url="https://github.com/ansible/ansible",
+        mirror="ansible+ansible",
+        branch="devel",
+        upstream="c9ac477e53a99e95781f333eec3329a935c1bf95",
+        commit="d7aee0bcbd7fa19c9f34ce2d278ec5ff4832a76e",
+        role="independent",
+    ),
+    Corpus(
+        name="slack-sdk",
+        url="https://github.com/slackapi/python-slack-sdk",
+        mirror="slackapi+python-slack-sdk",
+        branch="main",
+        upstream="ae87985e2c3811ead978f31ea5a1e4a7ca5c3515",
+        commit="c3de0414aae9c8953fb0d53e7364ba2c640aa39c",
+        history=True,
+        role="independent",
+    ),
 )
+ROLES = ("tuning", "independent")
 
 
 def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -142,11 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--create", action="store_true", help="build missing corpora from /work/.mirror"
     )
+    ap.add_argument("--role", choices=ROLES, help="only the tuning or only the independent corpora")
     ap.add_argument("names", nargs="*", help="only these corpora")
     args = ap.parse_args(argv)
     bad = 0
     for c in CORPORA:
-        if args.names and c.name not in args.names:
+        if args.names and c.name not in args.names or args.role and c.role != args.role:
             continue
         builds = {ROOT / c.name: create_commands(c)}
         if c.history:

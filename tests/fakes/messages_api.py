@@ -1,7 +1,15 @@
-"""Scripted fake of the Anthropic Messages API (and Bedrock InvokeModel) that the real SDK can talk to."""
+"""Scripted fake of the Anthropic Messages API (and Bedrock InvokeModel) that the real SDK can talk to.
+
+Replies come back whole, or streamed when the request asks for it: server-sent events on
+/v1/messages (message_start, content_block_start/delta/stop, ping, message_delta with usage and
+stop_reason, message_stop; an `error` event mid-stream), AWS event-stream frames on Bedrock's
+invoke-with-response-stream. Streamed text goes out one token at a time at `tokens_per_s`
+(instantly when None), so a benchmark sees a model's pace and a test sees every split.
+"""
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -9,8 +17,11 @@ import math
 import re
 import secrets
 import socket
+import struct
 import threading
+import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -21,6 +32,7 @@ from fakes.loopback import LoopbackServer, QuietServer
 
 __all__ = [
     "CACHE_LOOKBACK_BLOCKS",
+    "Cut",
     "Fail",
     "FakeMessagesAPI",
     "Recorded",
@@ -30,6 +42,7 @@ __all__ = [
     "estimate_input_tokens",
     "estimate_tokens",
     "text",
+    "tokens_of",
     "tool_use",
 ]
 
@@ -56,10 +69,30 @@ _BEDROCK_PATH = re.compile(
     r"/model/(?P<model>[^/]+)/(?P<action>invoke|invoke-with-response-stream)"
 )
 
-_STREAMING_UNSUPPORTED = (
-    "stream: streaming is not supported by this fake Messages API; "
-    "call messages.create without stream=True"
-)
+# A token as the fake counts them when streaming: a run of up to four non-space characters with
+# the spaces before it (the stand-in tokenizer averages ~4 characters a token, like estimate_tokens).
+_TOKEN = re.compile(r"\s*\S{1,4}|\s+")
+_JSON_PIECE = 16  # characters of a tool's input JSON per input_json_delta
+
+# Bedrock's streaming exceptions, by the error type a first-party stream would name.
+_BEDROCK_EXCEPTIONS = {
+    "overloaded_error": "serviceUnavailableException",
+    "rate_limit_error": "throttlingException",
+    "api_error": "internalServerException",
+    "timeout_error": "modelTimeoutException",
+}
+
+
+@dataclass
+class Cut:
+    """A stream that breaks after `after_tokens` output tokens: an `error` event the way the API
+    sends one mid-stream (HTTP status already 200), or with `drop`, the connection just closes."""
+
+    after_tokens: int
+    error_type: str = "overloaded_error"
+    message: str = "Overloaded"
+    drop: bool = False
+    hang: bool = False  # neither: the stream just stops coming until the fake is stopped
 
 
 @dataclass
@@ -69,7 +102,9 @@ class Reply:
     content: list[dict[str, Any]]
     stop_reason: str | None = None
     output_tokens: int | None = None
-    delay_s: float = 0.0
+    delay_s: float = 0.0  # before the answer starts (a stream's headers and message_start)
+    tokens_per_s: float | None = None  # streamed pace; None: the fake's own default
+    cut: Cut | None = None  # streamed replies only: break the stream part-way
 
 
 @dataclass
@@ -95,7 +130,9 @@ class Recorded:
     body: dict[str, Any]
     raw: bytes
     status: int = 0  # 0 until the answer is decided
-    response: dict[str, Any] | None = None  # the JSON body we answered with
+    response: dict[str, Any] | None = None  # the JSON body we answered with (a stream: its message)
+    streamed: bool = False  # answered as a stream of events
+    events: list[tuple[float, str]] = field(default_factory=list)  # (monotonic time, type) sent
 
 
 def text(s: str) -> dict[str, Any]:
@@ -111,6 +148,11 @@ def tool_use(name: str, input: dict[str, Any], id: str | None = None) -> dict[st
         "name": name,
         "input": input,
     }
+
+
+def tokens_of(s: str) -> list[str]:
+    """`s` cut into the pieces a stream sends, one text_delta each."""
+    return _TOKEN.findall(s)
 
 
 def _compact(obj: object) -> str:
@@ -186,8 +228,8 @@ def _validate(body: dict[str, Any], *, bedrock: bool) -> str | None:
         return "max_tokens: Input should be greater than or equal to 1"
     if "messages" not in body:
         return "messages: Field required"
-    if body.get("stream"):
-        return _STREAMING_UNSUPPORTED
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return "stream: Input should be a valid boolean"
 
     problem, tool_names = _validate_tools(body.get("tools"))
     if problem:
@@ -380,6 +422,18 @@ class _Answer:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    stream: _Stream | None = None  # a 200 answered as events instead of one JSON body
+
+
+@dataclass
+class _Stream:
+    """The events of one streamed reply, each with the output tokens it costs to send."""
+
+    events: list[tuple[dict[str, Any], int]]
+    tokens_per_s: float | None
+    bedrock: bool
+    drop_after: int | None = None  # close the connection before event number `drop_after`
+    hang_after: int | None = None  # go quiet before event number `hang_after`
 
 
 def _error(status: int, message: str, error_type: str | None = None) -> _Answer:
@@ -439,8 +493,10 @@ class FakeMessagesAPI(LoopbackServer):
         *,
         min_cacheable_tokens: int = 0,
         cache_lookback_blocks: int = CACHE_LOOKBACK_BLOCKS,
+        tokens_per_s: float | None = None,
     ) -> None:
         super().__init__()
+        self.tokens_per_s = tokens_per_s  # streamed replies' pace; None: as fast as possible
         self._lock = threading.Lock()
         self._script: Script = script if script is not None else []
         self._cursor = 0
@@ -535,9 +591,13 @@ class FakeMessagesAPI(LoopbackServer):
         with self._lock:
             recorded.status = answer.status
             recorded.response = answer.body
+            recorded.streamed = answer.stream is not None
         if answer.delay_s > 0 and self._stopping.wait(answer.delay_s):
             return
-        self._send(handler, answer, request_id)
+        if answer.stream is not None:
+            self._send_stream(handler, answer.stream, request_id, recorded)
+        else:
+            self._send(handler, answer, request_id)
 
     def _answer(self, method: str, recorded: Recorded, parsed: object, number: int) -> _Answer:
         path = urlsplit(recorded.path).path
@@ -560,8 +620,6 @@ class FakeMessagesAPI(LoopbackServer):
                 return _error(400, "anthropic-version: header is required")
         if not isinstance(parsed, dict):
             return _error(400, "The request body is not valid JSON (an object was expected)")
-        if bedrock is not None and bedrock["action"] == "invoke-with-response-stream":
-            return _error(400, _STREAMING_UNSUPPORTED)
         problem = _validate(parsed, bedrock=bedrock is not None)
         if problem:
             return _error(400, problem)
@@ -578,7 +636,13 @@ class FakeMessagesAPI(LoopbackServer):
                     str(int(seconds)) if seconds == int(seconds) else str(seconds)
                 )
             return answer
-        return self._reply(step, parsed, model, number)
+        if bedrock is not None:
+            streaming = bedrock["action"] == "invoke-with-response-stream"
+        else:
+            streaming = parsed.get("stream") is True
+        return self._reply(
+            step, parsed, model, number, streaming=streaming, bedrock=bedrock is not None
+        )
 
     def _next_step(self, body: dict[str, Any], number: int) -> Step | _Answer:
         with self._lock:
@@ -607,7 +671,16 @@ class FakeMessagesAPI(LoopbackServer):
             )
         return step
 
-    def _reply(self, reply: Reply, body: dict[str, Any], model: str, number: int) -> _Answer:
+    def _reply(
+        self,
+        reply: Reply,
+        body: dict[str, Any],
+        model: str,
+        number: int,
+        *,
+        streaming: bool,
+        bedrock: bool,
+    ) -> _Answer:
         content = copy.deepcopy(reply.content)
         for j, block in enumerate(content):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -620,9 +693,16 @@ class FakeMessagesAPI(LoopbackServer):
         output_tokens = (
             reply.output_tokens if reply.output_tokens is not None else estimate_tokens(content)
         )
+        if reply.cut is not None and not streaming:
+            return _error(
+                500, f"FakeMessagesAPI Reply for request #{number}: a Cut needs a streamed request"
+            )
         with self._lock:
             usage = self._cache_usage(body, model)
             usage["output_tokens"] = output_tokens
+            if reply.cut is not None:
+                # Billed for what was generated before the break, not for the whole reply.
+                usage["output_tokens"] = min(output_tokens, reply.cut.after_tokens)
             for key, value in usage.items():
                 self._totals[key] += value
         message = {
@@ -640,7 +720,15 @@ class FakeMessagesAPI(LoopbackServer):
                 "cache_read_input_tokens": usage["cache_read_input_tokens"],
             },
         }
-        return _Answer(200, message, delay_s=reply.delay_s)
+        if not streaming:
+            return _Answer(200, message, delay_s=reply.delay_s)
+        rate = reply.tokens_per_s if reply.tokens_per_s is not None else self.tokens_per_s
+        return _Answer(
+            200,
+            message,
+            delay_s=reply.delay_s,
+            stream=_stream_events(message, reply.cut, rate, bedrock=bedrock),
+        )
 
     def _cache_usage(self, body: dict[str, Any], model: str) -> dict[str, int]:
         """Split the prompt into cache read / cache creation / uncached input; remember new prefixes."""
@@ -691,3 +779,132 @@ class FakeMessagesAPI(LoopbackServer):
         except (BrokenPipeError, ConnectionResetError):
             # The client gave up waiting (timeout tests); nobody is left to answer.
             handler.close_connection = True
+
+    def _send_stream(
+        self,
+        handler: BaseHTTPRequestHandler,
+        stream: _Stream,
+        request_id: str,
+        recorded: Recorded,
+    ) -> None:
+        """Events as the real API sends them: chunked, paced at the stream's token rate."""
+        kind = "application/vnd.amazon.eventstream" if stream.bedrock else "text/event-stream"
+        try:
+            handler.send_response(200)
+            handler.send_header("content-type", kind)
+            handler.send_header("cache-control", "no-cache")
+            handler.send_header("transfer-encoding", "chunked")
+            handler.send_header("request-id", request_id)
+            handler.end_headers()
+            for i, (event, tokens) in enumerate(stream.events):
+                if stream.tokens_per_s and tokens:
+                    if self._stopping.wait(tokens / stream.tokens_per_s):
+                        return
+                if stream.hang_after is not None and i >= stream.hang_after:
+                    self._stopping.wait()  # a model that went quiet: until the fake stops
+                    return
+                if stream.drop_after is not None and i >= stream.drop_after:
+                    # The body ends without its last chunk: the client sees a broken connection.
+                    handler.wfile.flush()
+                    handler.close_connection = True
+                    handler.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                frame = _bedrock_frame(event) if stream.bedrock else _sse(event)
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                handler.wfile.flush()
+                with self._lock:
+                    recorded.events.append((time.monotonic(), str(event.get("type"))))
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            # The client stopped reading (a deadline, a test); nobody is left to answer.
+            handler.close_connection = True
+
+
+def _stream_events(
+    message: dict[str, Any], cut: Cut | None, tokens_per_s: float | None, *, bedrock: bool
+) -> _Stream:
+    """The event sequence of one message, each event with the output tokens it takes to make."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {**usage, "output_tokens": 1}}  # fmt: skip
+    events: list[tuple[dict[str, Any], int]] = [({"type": "message_start", "message": start}, 0)]
+    sent = 0
+    broken: int | None = None
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            opening: dict[str, Any] = {"type": "text", "text": ""}
+            pieces = [("text_delta", "text", t) for t in tokens_of(block["text"])]
+        elif block["type"] == "tool_use":
+            opening = {**block, "input": {}}
+            raw = _compact(block["input"])
+            pieces = [
+                ("input_json_delta", "partial_json", raw[i : i + _JSON_PIECE])
+                for i in range(0, len(raw), _JSON_PIECE)
+            ]
+        else:
+            opening, pieces = block, []
+        events.append(({"type": "content_block_start", "index": index,
+                        "content_block": opening}, 0))  # fmt: skip
+        if index == 0:
+            events.append(({"type": "ping"}, 0))
+        for delta_type, key, piece in pieces:
+            cost = 1 if delta_type == "text_delta" else max(1, math.ceil(len(piece) / 4))
+            if cut is not None and broken is None and sent + cost > cut.after_tokens:
+                broken = len(events)
+            sent += cost
+            events.append(({"type": "content_block_delta", "index": index,
+                            "delta": {"type": delta_type, key: piece}}, cost))  # fmt: skip
+        events.append(({"type": "content_block_stop", "index": index}, 0))
+    events.append(({"type": "message_delta",
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]}}, 0))  # fmt: skip
+    events.append(({"type": "message_stop"}, 0))
+    if cut is None:
+        return _Stream(events, tokens_per_s, bedrock)
+    if broken is None:
+        broken = len(events) - 2  # after the last delta, before message_delta
+    if cut.drop:
+        return _Stream(events, tokens_per_s, bedrock, drop_after=broken)
+    if cut.hang:
+        return _Stream(events, tokens_per_s, bedrock, hang_after=broken)
+    error = {"type": "error", "error": {"type": cut.error_type, "message": cut.message}}
+    return _Stream([*events[:broken], (error, 0)], tokens_per_s, bedrock)
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+def _bedrock_frame(event: dict[str, Any]) -> bytes:
+    """One AWS event-stream message: a `chunk` event carrying the event's JSON, base64-encoded,
+    or an exception frame for an error (which is how Bedrock reports one mid-stream)."""
+    if event["type"] == "error":
+        error = event["error"]
+        headers = {
+            ":message-type": "exception",
+            ":exception-type": _BEDROCK_EXCEPTIONS.get(error["type"], "internalServerException"),
+            ":content-type": "application/json",
+        }
+        payload = json.dumps({"message": error["message"]}).encode()
+    else:
+        headers = {
+            ":event-type": "chunk",
+            ":content-type": "application/json",
+            ":message-type": "event",
+        }
+        encoded = base64.b64encode(json.dumps(event).encode()).decode()
+        payload = json.dumps({"bytes": encoded}).encode()
+    head = b"".join(
+        bytes([len(name)])
+        + name.encode()
+        + b"\x07"
+        + struct.pack(">H", len(value))
+        + value.encode()
+        for name, value in headers.items()
+    )
+    total = 12 + len(head) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(head))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + head + payload
+    return body + struct.pack(">I", zlib.crc32(body))

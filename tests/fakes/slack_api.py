@@ -1,9 +1,16 @@
-"""Stateful fake of the Slack Web API on 127.0.0.1 that the real slack_sdk WebClient can talk to."""
+"""Stateful fake of the Slack Web API on 127.0.0.1 that the real slack_sdk WebClient can talk to.
+
+Besides messages, threads and scripted failures it serves Slack's streaming methods
+(chat.startStream / appendStream / stopStream) with their documented argument checks and errors,
+and can hold any method to a per-minute budget the way Slack's rate-limit tiers do. Assumptions
+where Slack's reference is silent are named where they are made.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -44,6 +51,8 @@ DEFAULT_SCOPES: tuple[str, ...] = (
 # Slack's documented limits for chat.postMessage / chat.update.
 MAX_TEXT_CHARS = 40_000
 MAX_BLOCKS = 50
+# chat.startStream / appendStream / stopStream: "Limit this field to 12,000 characters."
+MAX_STREAM_CHARS = 12_000
 
 # Arguments Slack documents as "a JSON-based array ... presented as a URL-encoded string"; clients
 # send them as strings in form bodies (and sometimes inside JSON bodies too).
@@ -65,7 +74,8 @@ class Call:
     args: dict[str, Any]
     token: str | None
     status: int
-    at: float
+    at: float  # time.monotonic() when the request arrived
+    error: str | None = None  # Slack's `error` when it answered ok=false (or ratelimited)
 
 
 @dataclass
@@ -125,6 +135,26 @@ class Channel:
             "purpose": {"value": "", "creator": "", "last_set": 0},
             "previous_names": [],
         }
+
+
+@dataclass
+class _Bucket:
+    """A per-minute budget refilled continuously, with room for a burst (Slack's tiers)."""
+
+    per_minute: float
+    burst: float
+    tokens: float
+    stamp: float
+
+    def take(self, now: float) -> float:
+        """0 if the call may go ahead (and is counted), else the seconds until it could."""
+        rate = self.per_minute / 60.0
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * rate)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / rate
 
 
 class _SlackError(Exception):
@@ -192,6 +222,19 @@ def _require(args: Mapping[str, Any], name: str, error: str = "invalid_arguments
     return str(value)
 
 
+# Calls that can change what a thread shows; after each, the thread's state is logged.
+_CHANGES_THREADS = frozenset(
+    {
+        "chat.postMessage",
+        "chat.update",
+        "chat.delete",
+        "chat.startStream",
+        "chat.appendStream",
+        "chat.stopStream",
+    }
+)
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -247,8 +290,13 @@ class FakeSlack(LoopbackServer):
         self.reactions: list[dict[str, Any]] = []
         self._messages: dict[str, dict[str, dict[str, Any]]] = {}
         self._versions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._thread_log: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
         self._rate_limits: dict[str, list[int]] = {}
+        self._budgets: dict[str, _Bucket] = {}
         self._failures: dict[str, list[str]] = {}
+        self._fail_after: dict[str, int] = {}
+        # Messages still being streamed (chat.startStream until chat.stopStream).
+        self._streaming: set[tuple[str, str]] = set()
         self._last_ts = _FIRST_TS_MICROS
         # Re-entrant so seeding helpers can be called while a request is being answered.
         self._lock = threading.RLock()
@@ -262,6 +310,9 @@ class FakeSlack(LoopbackServer):
             "conversations.info": self._conversations_info,
             "conversations.replies": self._conversations_replies,
             "assistant.threads.setStatus": self._assistant_threads_set_status,
+            "chat.startStream": self._chat_start_stream,
+            "chat.appendStream": self._chat_append_stream,
+            "chat.stopStream": self._chat_stop_stream,
             "reactions.add": self._reactions_add,
             "reactions.remove": self._reactions_remove,
         }
@@ -280,10 +331,20 @@ class FakeSlack(LoopbackServer):
         with self._lock:
             self._rate_limits.setdefault(method, []).extend([int(retry_after)] * times)
 
-    def fail(self, method: str, error: str, times: int = 1) -> None:
-        """The next `times` calls to `method` answer 200 `{"ok": false, "error": error}`."""
+    def limit(self, method: str, per_minute: float, burst: float | None = None) -> None:
+        """Hold `method` to `per_minute` calls, refilled continuously, with a burst of `burst`
+        (default: a sixth of a minute's worth, at least 1); a call over budget answers 429 with
+        the whole seconds until one would pass, as Slack's Retry-After does."""
+        room = burst if burst is not None else max(1.0, per_minute / 6)
+        with self._lock:
+            self._budgets[method] = _Bucket(per_minute, room, room, time.monotonic())
+
+    def fail(self, method: str, error: str, times: int = 1, *, after: int = 0) -> None:
+        """The next `times` calls to `method` answer 200 `{"ok": false, "error": error}`; with
+        `after`, only once that many more calls to it have gone through."""
         with self._lock:
             self._failures.setdefault(method, []).extend([error] * times)
+            self._fail_after[method] = after
 
     def add_thread_message(
         self,
@@ -346,9 +407,22 @@ class FakeSlack(LoopbackServer):
         return sorted(found, key=_ts_key)
 
     def versions(self, channel: str, ts: str) -> list[dict[str, Any]]:
-        """Every state a message has had: as posted, then after each chat.update."""
+        """Every state a message has had: as posted, then after each chat.update or stream call."""
         with self._lock:
             return copy.deepcopy(self._versions.get((channel, ts), []))
+
+    def is_streaming(self, channel: str, ts: str) -> bool:
+        """Whether a chat.startStream message has not been stopped yet."""
+        with self._lock:
+            return (channel, ts) in self._streaming
+
+    def thread_states(self, channel: str, thread_ts: str) -> list[list[dict[str, Any]]]:
+        """Every state the thread's visible replies went through, one list of messages per call
+        that changed any of them: what a reader could have seen at each moment."""
+        with self._lock:
+            return [
+                copy.deepcopy(state) for state in self._thread_log.get((channel, thread_ts), [])
+            ]
 
     # -- HTTP ------------------------------------------------------------------------------------
 
@@ -381,7 +455,10 @@ class FakeSlack(LoopbackServer):
                     answer = _Answer(404, {"ok": False, "error": "unknown_method"})
                 else:
                     answer = self._answer(method, args, token)
-            self.calls.append(Call(method, copy.deepcopy(args), token, answer.status, at))
+            error = None if answer.body.get("ok", True) else str(answer.body.get("error"))
+            self.calls.append(Call(method, copy.deepcopy(args), token, answer.status, at, error))
+            if answer.body.get("ok") and method in _CHANGES_THREADS:
+                self._log_thread(args)
         return answer
 
     @staticmethod
@@ -411,8 +488,18 @@ class FakeSlack(LoopbackServer):
             return _Answer(
                 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
             )
+        budget = self._budgets.get(method)
+        wait = budget.take(time.monotonic()) if budget is not None else 0.0
+        if wait > 0:
+            return _Answer(
+                429,
+                {"ok": False, "error": "ratelimited"},
+                {"Retry-After": str(max(1, math.ceil(wait)))},
+            )
         failures = self._failures.get(method)
-        if failures:
+        if failures and self._fail_after.get(method, 0) > 0:
+            self._fail_after[method] -= 1
+        elif failures:
             return _Answer(200, {"ok": False, "error": failures.pop(0)})
         handler = self._methods.get(method)
         if handler is None:
@@ -440,6 +527,24 @@ class FakeSlack(LoopbackServer):
         self._versions.setdefault((message["channel"], message["ts"]), []).append(
             copy.deepcopy(message)
         )
+
+    def _log_thread(self, args: Mapping[str, Any]) -> None:
+        """After a call that changed a message: the whole thread as a reader now sees it."""
+        channel = self.channels.get(str(args.get("channel")))
+        if channel is None:
+            return
+        stored = self._messages.get(channel.id, {})
+        touched = stored.get(str(args.get("ts"))) if args.get("ts") else None
+        roots = {str(args["thread_ts"])} if args.get("thread_ts") else set()
+        if touched is not None and touched["thread_ts"] is not None:
+            roots.add(touched["thread_ts"])
+        if not roots and args.get("ts"):
+            # A deleted message: the thread it was in is found from the log.
+            roots = {root for (ch, root) in self._thread_log if ch == channel.id}
+        for root in roots:
+            root = self._thread_root(channel.id, root)
+            replies = sorted((m for m in stored.values() if m["thread_ts"] == root), key=_ts_key)
+            self._thread_log.setdefault((channel.id, root), []).append(copy.deepcopy(replies))
 
     def _thread_root(self, channel: str, thread_ts: str) -> str:
         # Replying to a reply lands in the reply's thread, as in Slack.
@@ -554,6 +659,11 @@ class FakeSlack(LoopbackServer):
         message = self._message(channel, args.get("ts"))
         if not self._is_ours(message):
             raise _SlackError("cant_update_message")
+        if (channel.id, message["ts"]) in self._streaming:
+            # Assumed, not documented: a message still streaming is finished with chat.stopStream
+            # before anything else may edit it (the SDK's ChatStream offers chat.update only as a
+            # fallback for a stream Slack has already expired).
+            raise _SlackError("cant_update_message")
         if "text" not in args and "blocks" not in args and "attachments" not in args:
             raise _SlackError("no_text")
         # Slack keeps whatever the update leaves out; an empty blocks array removes the blocks.
@@ -657,6 +767,94 @@ class FakeSlack(LoopbackServer):
             }
         )
         return {}
+
+    # -- streaming (docs.slack.dev/reference/methods/chat.startStream, .appendStream, .stopStream)
+
+    @staticmethod
+    def _stream_text(args: Mapping[str, Any], *, required: bool) -> str:
+        """markdown_text, then the markdown_text chunks (the SDK's ChatStream sends only chunks)."""
+        parts: list[str] = []
+        if args.get("markdown_text"):
+            parts.append(str(args["markdown_text"]))
+        chunks = args.get("chunks")
+        if isinstance(chunks, str):
+            try:
+                chunks = json.loads(chunks)
+            except json.JSONDecodeError:
+                raise _SlackError("invalid_arguments") from None
+        if chunks is not None:
+            if not isinstance(chunks, list):
+                raise _SlackError("invalid_arguments")
+            for chunk in chunks:
+                if not isinstance(chunk, dict) or not isinstance(chunk.get("type"), str):
+                    raise _SlackError("invalid_arguments")
+                if chunk["type"] == "markdown_text":
+                    if not isinstance(chunk.get("text"), str):
+                        raise _SlackError("invalid_arguments")
+                    parts.append(chunk["text"])
+        text = "".join(parts)
+        if required and not text:
+            raise _SlackError("no_text")
+        if len(text) > MAX_STREAM_CHARS:
+            # Assumed: the reference names the 12,000-character limit but not its error.
+            raise _SlackError("msg_too_long")
+        return text
+
+    def _streaming_message(self, args: Mapping[str, Any]) -> tuple[Channel, dict[str, Any]]:
+        channel = self._channel(args.get("channel"))
+        message = self._message(channel, args.get("ts"))
+        if not self._is_ours(message):
+            raise _SlackError("message_not_owned_by_app")
+        if (channel.id, message["ts"]) not in self._streaming:
+            raise _SlackError("message_not_in_streaming_state")
+        return channel, message
+
+    def _chat_start_stream(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        if not channel.is_member:
+            raise _SlackError("not_in_channel")
+        thread_ts = _require(args, "thread_ts", "invalid_arguments")
+        if not channel.is_im:
+            # "Required when streaming to channels."
+            _require(args, "recipient_user_id", "missing_recipient_user_id")
+            _require(args, "recipient_team_id", "missing_recipient_team_id")
+        text = self._stream_text(args, required=False)
+        message = {
+            "ts": self._next_ts(),
+            "channel": channel.id,
+            "thread_ts": self._thread_root(channel.id, thread_ts),
+            "text": text,
+            "blocks": None,
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "unfurl_links": None,
+            "unfurl_media": None,
+        }
+        self._store(message)
+        self._streaming.add((channel.id, message["ts"]))
+        return {"channel": channel.id, "ts": message["ts"]}
+
+    def _chat_append_stream(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, message = self._streaming_message(args)
+        text = self._stream_text(args, required=True)
+        message["text"] += text
+        self._versions.setdefault((channel.id, message["ts"]), []).append(copy.deepcopy(message))
+        return {"channel": channel.id, "ts": message["ts"]}
+
+    def _chat_stop_stream(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, message = self._streaming_message(args)
+        message["text"] += self._stream_text(args, required=False)
+        blocks = _check_blocks(args.get("blocks"))
+        if blocks:
+            # "A list of blocks that will be rendered at the bottom of the finalized message."
+            message["blocks"] = [*(message["blocks"] or []), *blocks]
+        self._streaming.discard((channel.id, message["ts"]))
+        self._versions.setdefault((channel.id, message["ts"]), []).append(copy.deepcopy(message))
+        return {
+            "channel": channel.id,
+            "ts": message["ts"],
+            "message": {**self._api_message(message), "subtype": "bot_message"},
+        }
 
     def _reaction_target(self, args: dict[str, Any]) -> tuple[Channel, str, str]:
         channel = self._channel(args.get("channel"))

@@ -371,10 +371,13 @@ def test_an_answer_cut_at_the_output_limit_says_it_stopped_early(
         Reply([text("Retries are in `billing/worker.py:6`, and")], stop_reason="max_tokens")
     ]
     ans = ask("Where is retry?", spec(repo), settings_for(tmp_path, fake))
-    # Then what it wrote is the answer, marked as cut short by the output budget
+    # Then what it wrote is the answer, marked where it was cut short by the output budget
+    # (at its end: the note comes where the words stop, also when the answer streamed)
     assert ans.stopped_early == "output" and ans.usage["rounds"] == 1
-    assert ans.text.startswith("_Stopped early (it reached the answer-length limit)")
-    assert ans.text.endswith("Retries are in `billing/worker.py:6`, and")
+    assert ans.text.startswith("Retries are in `billing/worker.py:6`, and\n\n")
+    assert ans.text.endswith(
+        "_Stopped early (it reached the answer-length limit), so this answer may be incomplete._"
+    )
 
 
 def test_a_final_round_with_no_text_answers_with_what_was_looked_at(

@@ -56,6 +56,22 @@ def test_a_search_covers_every_repo_and_names_the_repo_of_each_hit(workspace: Wo
     assert "billing/" not in only and "notify/notify/api.py" in only
 
 
+def test_uses_outside_counts_and_near_misses_name_the_repo_of_each_file(
+    workspace: Workspace,
+) -> None:
+    tb = Toolbox(workspace)
+    # the definition's callers in the other repo, with the repo in their path
+    out = tb.run("search_code", {"pattern": "def send_notification"}).text
+    assert "↳ called from billing/billing/alerts.py:5 in def alert(), " in out
+    assert "notify/notify/client.py:5 in def ping()" in out
+    # a search in one repo counts what the other repo has
+    out = tb.run("search_code", {"pattern": "send_notification", "glob": "**/api.py"}).text
+    assert "Outside glob **/api.py: " in out and "billing/billing/alerts.py (2)" in out
+    # no match anywhere: each word of the pattern, across both repos
+    out = tb.run("search_code", {"pattern": "send_notification\\(user, html"}).text
+    assert "- `send_notification`: 5 matches in 3 files: " in out
+
+
 def test_reads_and_listings_go_through_the_repo_prefix(workspace: Workspace) -> None:
     tb = Toolbox(workspace)
     read = tb.run("read_file", {"path": "notify/notify/api.py"})

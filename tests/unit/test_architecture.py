@@ -44,7 +44,7 @@ PACKAGE = ROOT / "layers" / "codeask" / "codeask"
 LAYERS: dict[str, frozenset[str]] = {
     "edge": frozenset({"lambdas", "cli", "doctor", "evaluate"}),
     "slack": frozenset(
-        {"slack_ingress", "worker", "render", "clients", "state", "job", "feedback"}
+        {"slack_ingress", "worker", "render", "clients", "state", "job", "feedback", "slack_stream"}
     ),
     "engine": frozenset(
         {
@@ -58,6 +58,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "snapshot",
             "workspace",
             "verify",
+            "holdback",
             "denylist",
             "pathglob",
             "filewindow",

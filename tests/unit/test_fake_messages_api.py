@@ -13,12 +13,14 @@ import pytest
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
 from fakes.messages_api import (
+    Cut,
     Fail,
     FakeMessagesAPI,
     Reply,
     estimate_input_tokens,
     estimate_tokens,
     text,
+    tokens_of,
     tool_use,
 )
 
@@ -371,7 +373,7 @@ INVALID_BODIES: dict[str, tuple[dict[str, Any], str]] = {
         {**VALID, "messages": [user(text(""))]},
         "text content blocks must be non-empty",
     ),
-    "stream requested": ({**VALID, "stream": True}, "streaming is not supported by this fake"),
+    "stream not a boolean": ({**VALID, "stream": "yes"}, "stream: Input should be a valid boolean"),
 }
 
 
@@ -392,13 +394,117 @@ def test_invalid_request_is_a_400_with_a_precise_message(
     assert fake.requests[-1].status == 400
 
 
-def test_stream_true_through_messages_create_is_rejected(client: anthropic.Anthropic) -> None:
-    # Given / When the agent loop mistakenly streams
-    with pytest.raises(anthropic.BadRequestError) as caught:
-        ask(client, stream=True)
+def _bedrock(fake: FakeMessagesAPI) -> anthropic.AnthropicBedrock:
+    return anthropic.AnthropicBedrock(
+        aws_access_key="x",
+        aws_secret_key="y",
+        aws_region="us-east-1",
+        base_url=fake.base_url,
+        max_retries=0,
+    )
 
-    # Then the fake says it does not stream
-    assert "streaming is not supported" in str(caught.value.api_message)
+
+ANSWER_TEXT = "Retries live in `billing/worker.py:6`; the backoff is 2^attempt."
+
+
+def test_a_streamed_reply_sends_every_event_in_order_and_adds_up_to_the_message(
+    fake: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    # Given a reply with text and a tool call
+    fake.script = [Reply([text(ANSWER_TEXT), tool_use("search_code", {"query": "retry_job"})])]
+
+    # When the SDK streams it
+    deltas: list[str] = []
+    with client.messages.stream(
+        model=MODEL, max_tokens=256, tools=TOOLS, messages=[{"role": "user", "content": "Where?"}]
+    ) as stream:
+        for event in stream:
+            if event.type == "text":
+                deltas.append(event.text)
+        final = stream.get_final_message()
+
+    # Then the text came one token per delta and adds up to the reply, and the tool input
+    # (sent as input_json_delta pieces) parses back whole
+    assert deltas == tokens_of(ANSWER_TEXT) and "".join(deltas) == ANSWER_TEXT
+    assert final.content[0].type == "text" and final.content[0].text == ANSWER_TEXT
+    assert final.content[1].type == "tool_use" and final.content[1].input == {"query": "retry_job"}
+    assert final.stop_reason == "tool_use"
+    # and the events came in the wire order, a ping early, usage like a whole reply's
+    sent = [kind for _, kind in fake.requests[0].events]
+    assert sent[:3] == ["message_start", "content_block_start", "ping"]
+    assert sent[-2:] == ["message_delta", "message_stop"]
+    assert sent.count("content_block_start") == sent.count("content_block_stop") == 2
+    assert fake.requests[0].streamed and fake.requests[0].body["stream"] is True
+    assert final.usage.output_tokens == fake.requests[0].response["usage"]["output_tokens"]
+    assert final.usage.input_tokens == estimate_input_tokens(fake.requests[0].body)
+
+
+def test_an_error_mid_stream_arrives_after_the_text_already_sent(
+    fake: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    # Given a reply that breaks after three tokens with an overloaded error
+    fake.script = [Reply([text(ANSWER_TEXT)], cut=Cut(3))]
+
+    # When the SDK streams it
+    deltas: list[str] = []
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        with client.messages.stream(
+            model=MODEL, max_tokens=256, messages=[{"role": "user", "content": "Where?"}]
+        ) as stream:
+            for event in stream:
+                if event.type == "text":
+                    deltas.append(event.text)
+
+    # Then three tokens came, then the error event (the HTTP status was already 200)
+    assert deltas == tokens_of(ANSWER_TEXT)[:3]
+    assert caught.value.status_code == 200
+    assert caught.value.body == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+    }
+    assert [kind for _, kind in fake.requests[0].events][-1] == "error"
+    # and only what was generated is billed
+    assert fake.usage_totals()["output_tokens"] == 3
+
+
+def test_a_dropped_stream_is_a_broken_connection_not_a_reply(
+    fake: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    # Given a reply whose connection closes after two tokens
+    fake.script = [Reply([text(ANSWER_TEXT)], cut=Cut(2, drop=True))]
+
+    # When the SDK streams it, Then the read fails after those two tokens
+    deltas: list[str] = []
+    with pytest.raises(Exception) as caught:  # noqa: B017 - the transport's own error type
+        with client.messages.stream(
+            model=MODEL, max_tokens=256, messages=[{"role": "user", "content": "Where?"}]
+        ) as stream:
+            for event in stream:
+                if event.type == "text":
+                    deltas.append(event.text)
+    assert deltas == tokens_of(ANSWER_TEXT)[:2]
+    assert "incomplete" in str(caught.value) or "closed" in str(caught.value)
+
+
+def test_a_cut_needs_a_streamed_request(fake: FakeMessagesAPI, client: anthropic.Anthropic) -> None:
+    fake.script = [Reply([text("x")], cut=Cut(1))]
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        ask(client)
+    assert "a Cut needs a streamed request" in str(caught.value)
+
+
+def test_errors_before_a_stream_starts_are_plain_http_errors(
+    fake: FakeMessagesAPI, client: anthropic.Anthropic
+) -> None:
+    # Given an overloaded API
+    fake.script = [Fail(529)]
+    # When a stream is asked for, Then it fails as a plain HTTP error, no events sent
+    with pytest.raises(anthropic.OverloadedError):
+        with client.messages.stream(
+            model=MODEL, max_tokens=256, messages=[{"role": "user", "content": "Where?"}]
+        ) as stream:
+            stream.until_done()
+    assert fake.requests[0].events == []
 
 
 def test_a_complete_tool_round_is_accepted(
@@ -632,29 +738,33 @@ def test_bedrock_client_is_served_on_the_invoke_path(fake: FakeMessagesAPI) -> N
     assert "anthropic_version" in recorded.body
 
 
-def test_bedrock_streaming_is_rejected(fake: FakeMessagesAPI) -> None:
-    # Given the Bedrock client
-    bedrock = anthropic.AnthropicBedrock(
-        aws_access_key="x",
-        aws_secret_key="y",
-        aws_region="us-east-1",
-        base_url=fake.base_url,
-        max_retries=0,
-    )
+def test_bedrock_streams_over_aws_event_stream_frames(fake: FakeMessagesAPI) -> None:
+    # Given the Bedrock client and a reply, then one that breaks mid-stream
+    fake.script = [Reply([text(ANSWER_TEXT)]), Reply([text(ANSWER_TEXT)], cut=Cut(2))]
+    bedrock = _bedrock(fake)
 
     # When it streams
-    with pytest.raises(anthropic.BadRequestError) as caught:
-        bedrock.messages.create(
-            model=BEDROCK_MODEL,
-            max_tokens=64,
-            messages=[{"role": "user", "content": "hi"}],
-            stream=True,
-        )
-    bedrock.close()
+    with bedrock.messages.stream(
+        model=BEDROCK_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        deltas = [e.text for e in stream if e.type == "text"]
+        final = stream.get_final_message()
 
-    # Then it hit the streaming path and was told no
-    assert fake.requests[0].path.endswith("/invoke-with-response-stream")
-    assert "streaming is not supported" in str(caught.value.api_message)
+    # Then the frames decode into the same events as the first-party stream
+    assert fake.requests[0].path == f"/model/{BEDROCK_MODEL}/invoke-with-response-stream"
+    assert "stream" not in fake.requests[0].body and "model" not in fake.requests[0].body
+    assert deltas == tokens_of(ANSWER_TEXT)
+    assert final.content[0].type == "text" and final.content[0].text == ANSWER_TEXT
+
+    # and an error mid-stream arrives as an exception frame, named the Bedrock way
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        with bedrock.messages.stream(
+            model=BEDROCK_MODEL, max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            stream.until_done()
+    bedrock.close()
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["error"]["type"] == "serviceUnavailableException"
 
 
 def test_callable_script_sees_the_request_body(

@@ -421,3 +421,118 @@ def test_every_call_is_recorded_with_token_and_status(fake: FakeSlack, client: W
     assert isinstance(call, Call)
     assert (call.method, call.token, call.status) == ("conversations.info", "xoxb-test", 200)
     assert call.args == {"channel": CHANNEL}
+
+
+# -- streaming ---------------------------------------------------------------------------------
+
+
+def _thread(fake: FakeSlack) -> str:
+    return fake.add_thread_message(CHANNEL, "1764430000.000100", "where is retry?")
+
+
+def test_a_stream_through_the_sdks_helper_accumulates_and_every_append_is_on_record(
+    fake: FakeSlack, client: WebClient
+) -> None:
+    # Given a question in a thread
+    thread = _thread(fake)
+    # When the SDK's ChatStream streams three pieces (flushing each) and stops with blocks
+    stream = client.chat_stream(
+        channel=CHANNEL, thread_ts=thread, recipient_user_id="U0HUMAN",
+        recipient_team_id="T0001", buffer_size=1,
+    )  # fmt: skip
+    for piece in ("Retries ", "live in ", "`worker.py`"):
+        stream.append(markdown_text=piece)
+    assert stream.ts is not None and fake.is_streaming(CHANNEL, stream.ts)
+    stream.stop(blocks=[{"type": "context", "elements": [{"type": "mrkdwn", "text": "footer"}]}])
+
+    # Then the thread holds one reply with the whole text and the blocks at its bottom
+    [reply] = fake.messages(CHANNEL, thread)
+    assert reply["ts"] == stream.ts and reply["text"] == "Retries live in `worker.py`"
+    assert reply["blocks"] == [
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": "footer"}]}
+    ]
+    assert not fake.is_streaming(CHANNEL, stream.ts)
+    # and every state it went through is on record, as a reader could have seen it
+    assert [v["text"] for v in fake.versions(CHANNEL, stream.ts)] == [
+        "Retries ",
+        "Retries live in ",
+        "Retries live in `worker.py`",
+        "Retries live in `worker.py`",
+    ]
+    assert [[m["text"] for m in state] for state in fake.thread_states(CHANNEL, thread)][:2] == [
+        ["Retries "],
+        ["Retries live in "],
+    ]
+    methods = [c.method for c in fake.calls]
+    assert methods == ["chat.startStream", "chat.appendStream", "chat.appendStream",
+                       "chat.stopStream"]  # fmt: skip
+
+
+def test_start_stream_in_a_channel_needs_the_recipient(fake: FakeSlack, client: WebClient) -> None:
+    thread = _thread(fake)
+    with pytest.raises(SlackApiError) as no_user:
+        client.chat_startStream(channel=CHANNEL, thread_ts=thread, markdown_text="hi")
+    with pytest.raises(SlackApiError) as no_team:
+        client.chat_startStream(
+            channel=CHANNEL, thread_ts=thread, markdown_text="hi", recipient_user_id="U0HUMAN"
+        )
+    assert error_of(no_user) == "missing_recipient_user_id"
+    assert error_of(no_team) == "missing_recipient_team_id"
+    # but a DM needs no recipient
+    fake.channels["D0DM"] = Channel(id="D0DM", is_im=True)
+    dm_thread = fake.add_thread_message("D0DM", "1764430000.000200", "hi")
+    assert client.chat_startStream(channel="D0DM", thread_ts=dm_thread, markdown_text="hi")["ok"]
+    assert fake.calls[-1].error is None and fake.calls[0].error == "missing_recipient_user_id"
+
+
+def test_stream_calls_check_the_message_and_its_state(fake: FakeSlack, client: WebClient) -> None:
+    thread = _thread(fake)
+    started = client.chat_startStream(
+        channel=CHANNEL, thread_ts=thread, recipient_user_id="U0HUMAN", recipient_team_id="T0001"
+    )
+    ts = started["ts"]
+    # an append needs text; a streaming message cannot be edited until it is stopped
+    with pytest.raises(SlackApiError) as empty:
+        client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="")
+    with pytest.raises(SlackApiError) as edit:
+        client.chat_update(channel=CHANNEL, ts=ts, text="edited")
+    with pytest.raises(SlackApiError) as too_long:
+        client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="x" * 12_001)
+    client.chat_stopStream(channel=CHANNEL, ts=ts, markdown_text="done")
+    # once stopped it takes no more appends, and is a message like any other
+    with pytest.raises(SlackApiError) as stopped:
+        client.chat_appendStream(channel=CHANNEL, ts=ts, markdown_text="more")
+    client.chat_update(channel=CHANNEL, ts=ts, text="edited")
+    human = fake.add_thread_message(CHANNEL, thread, "a human reply")
+    with pytest.raises(SlackApiError) as not_ours:
+        client.chat_appendStream(channel=CHANNEL, ts=human, markdown_text="x")
+    with pytest.raises(SlackApiError) as unknown:
+        client.chat_stopStream(channel=CHANNEL, ts="1.000001")
+    assert [error_of(e) for e in (empty, edit, too_long, stopped, not_ours, unknown)] == [
+        "no_text",
+        "cant_update_message",
+        "msg_too_long",
+        "message_not_in_streaming_state",
+        "message_not_owned_by_app",
+        "message_not_found",
+    ]
+    assert fake.messages(CHANNEL, thread)[0]["text"] == "edited"
+
+
+def test_a_budget_answers_429_with_retry_after_once_the_burst_is_spent(
+    fake: FakeSlack, client: WebClient
+) -> None:
+    # Given chat.update held to 6 a minute with a burst of 2
+    fake.limit("chat.update", per_minute=6, burst=2)
+    posted = client.chat_postMessage(channel=CHANNEL, text="x")
+    # When it is called three times at once
+    client.chat_update(channel=CHANNEL, ts=posted["ts"], text="1")
+    client.chat_update(channel=CHANNEL, ts=posted["ts"], text="2")
+    with pytest.raises(SlackApiError) as limited:
+        client.chat_update(channel=CHANNEL, ts=posted["ts"], text="3")
+    # Then the third is a 429 saying when one would pass (one call per 10 s)
+    assert limited.value.response.status_code == 429
+    assert 1 <= int(limited.value.response.headers["Retry-After"]) <= 10
+    assert [c.error for c in fake.calls_to("chat.update")] == [None, None, "ratelimited"]
+    # and other methods are not held to it
+    client.chat_postMessage(channel=CHANNEL, text="y")

@@ -47,6 +47,12 @@ METHOD_SCOPES: dict[str, frozenset[str]] = {
     "chat.update": frozenset({"chat:write"}),
     "chat.postEphemeral": frozenset({"chat:write"}),
     "chat.delete": frozenset({"chat:write"}),
+    # Streaming an answer while it is written (docs.slack.dev/reference/methods/chat.startStream).
+    "chat.startStream": frozenset({"chat:write"}),
+    "chat.appendStream": frozenset({"chat:write"}),
+    "chat.stopStream": frozenset({"chat:write"}),
+    # Finding the message of a stream whose start was never recorded (a worker that died).
+    "conversations.replies": frozenset({"channels:history", "groups:history"}),
     # Since 2026-03 chat:write is enough, also in channel threads and without the assistant view;
     # assistant:write is still accepted but being retired (docs.slack.dev changelog 2026-03-05,
     # "Set status method scope update"), and it would need features.assistant_view.

@@ -385,9 +385,16 @@ def test_the_first_backticked_citation_becomes_a_link_and_code_is_untouched(
     assert "Again: `billing/worker.py:141`." in body
 
 
-def test_unverified_citations_are_never_linked(make_answer: MakeAnswer) -> None:
-    body = "\n".join(markdown_texts(render_answer(make_answer("See `billing/ledger.py:3`."))))
-    assert "See `billing/ledger.py:3`." in body
+def test_unverified_citations_are_never_linked_and_are_marked_where_they_stand(
+    make_answer: MakeAnswer,
+) -> None:
+    text = "See `billing/ledger.py:3`, and `billing/worker.py:999`.\n\n```\n# billing/a.py:4\n```"
+    body = "\n".join(markdown_texts(render_answer(make_answer(text))))
+    assert body.startswith(
+        "See `billing/ledger.py:3` (⚠️ unverified), and `billing/worker.py:999` (⚠️ unverified)."
+    )
+    # inside a code block too, where a citation is a line comment
+    assert "# billing/a.py:4 (⚠️ unverified)\n```" in body
     assert "](" not in body
 
 

@@ -25,6 +25,7 @@ from codeask.search.filekinds import file_kind, language_of, says_generated
         ("tests/test_worker.py", "test"),
         ("t/t1400-update-ref.sh", "test"),
         ("pkg/server/server_test.go", "test"),
+        ("stdio-common/tst-setvbuf2.c", "test"),  # glibc names its tests tst-*
         ("web/app.test.ts", "test"),
         ("spec/models/user_spec.rb", "test"),
         ("src/test/java/AccountServiceTest.java", "test"),

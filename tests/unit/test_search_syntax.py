@@ -77,8 +77,17 @@ CASES = [
      "def retry › def decorate › def wrapper(*args, **kwargs)"),
     ("session.py", "DEFAULT_BACKOFF = 0.5", "DEFAULT_BACKOFF", "definition", ""),
     ("session.py", "    timeout = 30", "timeout", "definition", "class Session"),
-    ("session.py", "timeout = self.timeout", r"timeout =", "reference",
+    ("session.py", "timeout = self.timeout", r"timeout =", "assignment",
      "class Session › def send(self, request, *, stream: bool = False, timeout: float | None = None, verify: bool = True)"),
+    # C: the one place that sets a flag, the places that test it or pass it on
+    ("arena.c", "fp->_flags |= _IO_LINE_BUF;", "_IO_LINE_BUF", "assignment",
+     "static void set_line_buffered (FILE *fp, int tty)"),
+    ("arena.c", "if (fp->_flags & _IO_LINE_BUF)", "_IO_LINE_BUF", "reference",
+     "static void set_line_buffered (FILE *fp, int tty)"),
+    ("arena.c", "flush_line (fp, _IO_LINE_BUF);", "_IO_LINE_BUF", "reference",
+     "static void set_line_buffered (FILE *fp, int tty)"),
+    ("arena.c", "int mode = fp->_flags & _IO_LINE_BUF;", "_IO_LINE_BUF", "reference",
+     "static int line_buffered_p (FILE *fp)"),
     # TypeScript/TSX components
     ("Dashboard.tsx", "const rows = await fetchMetrics(teamId);", "fetchMetrics", "call",
      "function Dashboard › const load = async ()"),
@@ -144,7 +153,7 @@ CASES = [
     ("deploy.sh", "deploy_service() {", "deploy_service", "definition", ""),
     ("deploy.sh", "RETRIES=${RETRIES:-3}", "RETRIES=", "definition", ""),
     # C++
-    ("widget.cpp", "width_ = width;", "width_", "reference",
+    ("widget.cpp", "width_ = width;", "width_", "assignment",
      "namespace ui › void Widget::Resize(int width, int height)"),
     ("widget.cpp", "return value < lo", "value", "reference", "namespace ui › T Clamp(T value, T lo, T hi)"),
     ("widget.cpp", "void Resize(int width, int height);", "Resize", "definition",

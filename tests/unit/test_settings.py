@@ -45,8 +45,24 @@ def test_secrets_do_not_show_in_repr() -> None:
         ({"CODEASK_SNAPSHOTS_KEEP": "0"}, "at least 1"),
         ({"CODEASK_SNAPSHOTS_KEEP": "two"}, "whole number"),
         ({"RG_PATH": "/no/such/rg"}, "RG_PATH"),
+        ({"CODEASK_STREAM": "sometimes"}, "CODEASK_STREAM must be on or off"),
+        ({"CODEASK_STREAM_EDIT_S": "0"}, "greater than 0"),
     ],
 )
 def test_bad_values_fail_fast_naming_the_setting(env: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Settings.from_env({"HOME": "/h", **env})
+
+
+def test_streaming_is_on_unless_turned_off_and_its_pace_can_be_set() -> None:
+    s = Settings.from_env({"HOME": "/h"})
+    assert s.stream and (s.stream_append_s, s.stream_edit_s) == (0.6, 2.0)
+    s = Settings.from_env(
+        {
+            "HOME": "/h",
+            "CODEASK_STREAM": "OFF",
+            "CODEASK_STREAM_APPEND_S": "1",
+            "CODEASK_STREAM_EDIT_S": "3",
+        }
+    )
+    assert not s.stream and (s.stream_append_s, s.stream_edit_s) == (1.0, 3.0)

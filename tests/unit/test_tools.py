@@ -149,7 +149,12 @@ def test_denied_files_never_appear_in_search(toolbox: Toolbox) -> None:
         assert denied not in result.text
     # even when the model asks for them by glob
     result = toolbox.run("search_code", {"pattern": "retry", "glob": ".env"})
-    assert result.text == "No matches for `retry` in .env."
+    first, *notes = result.text.splitlines()
+    assert first == "No matches for `retry` in .env."
+    # the matches outside the glob are counted, and no denied file is among them
+    assert notes and notes[0].startswith("Outside glob .env: 16 matches in 4 files: ")
+    for denied in ("glob .env: ", "signing.pem", "ops/secrets", "RETRY_SECRET"):
+        assert denied not in "".join(notes).replace("Outside glob .env: ", "")
 
 
 def test_multi_megabyte_line_is_cut_with_a_note_and_total_output_capped(

@@ -218,3 +218,14 @@ def test_the_corpora_check_names_what_is_missing_and_how_to_build_it(tmp_path, m
     assert set(wrong) == {tmp_path / "tiny", tmp_path / "tiny-full"}
     assert "HEAD is missing" in wrong[tmp_path / "tiny"]
     assert any(f"read-tree {'a' * 40}" in cmd for cmd in corpora.create_commands(c))
+
+
+def test_the_corpora_check_can_be_limited_to_the_independent_corpora(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(corpora, "ROOT", tmp_path)
+    assert corpora.main(["--role", "independent"]) == 1
+    out = capsys.readouterr().out
+    named = {line.split("/")[-1].split(":")[0] for line in out.splitlines() if "HEAD is" in line}
+    want = {c.name for c in corpora.CORPORA if c.role == "independent"}
+    assert want and named == want | {f"{c.name}-full" for c in corpora.CORPORA
+                                     if c.role == "independent" and c.history}  # fmt: skip
+    assert "glibc" not in out

@@ -7,9 +7,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
-from codeask.model import ModelClient, RetryPolicy, Usage, create_message
+from codeask.model import (
+    ModelClient,
+    ModelInterrupted,
+    RetryPolicy,
+    Usage,
+    create_message,
+    stream_message,
+)
 from codeask.ops import span
 from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
@@ -22,9 +29,9 @@ How to work:
 - Start with search_code on the most specific thing in the question: a name, an error message, \
 a setting, a distinctive word. One regex alternation beats several searches \
 (e.g. 'def retry_job|class RetryPolicy|RETRY_'). Each hit comes with its enclosing function or \
-class (or config key path) and the lines around it, and a small function defined on a hit is \
-shown whole, so often no read is needed. The header says whether every match is listed: a \
-"who calls X" search then names each caller.
+class (or config key path) and the lines around it, a definition is shown to its end and says \
+where it is called from, so often no read is needed. The header says whether every match is \
+listed (a "who calls X" search then names each caller) and how many a glob or path left out.
 - read_file a line range around a hit (±40 lines), not whole files. list_files shows the layout \
 and confirms a path exists.
 - Follow the trail (imports, callers, configuration) only as far as the question needs. Tool \
@@ -63,6 +70,38 @@ class StopReason(StrEnum):
     TIME = "time"
     COST = "cost"
     OUTPUT = "output"
+    CUT = "cut"  # the model's streamed answer broke off after part of it was shown
+
+
+# What the answer says when a budget ended it: before the answer when the last round was forced,
+# after it when the answer itself was cut short.
+_STOP_WORDS = {
+    StopReason.ROUNDS: "it reached the tool-call limit",
+    StopReason.TIME: "it ran short of time",
+    StopReason.COST: "it reached the cost limit",
+    StopReason.OUTPUT: "it reached the answer-length limit",
+}
+# A reply that does not read as the answer yet (no paragraph break, shorter than this) is held
+# until the model either calls a tool (then it was a preamble: "Let me search for…", shown in
+# the status line) or goes on (then it is the answer, and streams).
+LEAD_CHARS = 160
+
+
+def stop_note(reason: StopReason) -> str:
+    return f"_Stopped early ({_STOP_WORDS[reason]}), so this answer may be incomplete._"
+
+
+class AnswerTap(Protocol):
+    """Where the loop writes the answer while the model streams it (holdback.HoldBack is one).
+    `rewind(mark)` forgets what was written since `mark`, or says False once some was shown."""
+
+    def mark(self) -> int: ...
+
+    def write(self, piece: str) -> None: ...
+
+    def rewind(self, mark: int) -> bool: ...
+
+    def preface(self, note: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +132,7 @@ class LoopResult:
     stopped_early: StopReason | None = None
     ran_out: bool = False  # the deadline left no room even for a final answer
     timings_ms: dict[str, float] = field(default_factory=dict)
+    streamed: bool = False  # the text went to the tap as it was written (and `text` is it)
 
 
 ProgressFn = Callable[[str], None]
@@ -195,8 +235,12 @@ def run_loop(
     on_event: ProgressFn | None = None,
     retry: RetryPolicy | None = None,
     max_parallel_tools: int = 4,
+    tap: AnswerTap | None = None,
 ) -> LoopResult:
-    """Drive the model until it answers or a budget ends it. Raises ModelUnavailable/ModelRejected."""
+    """Drive the model until it answers or a budget ends it. Raises ModelUnavailable/ModelRejected.
+
+    With a `tap`, every round is streamed and the answer is written to the tap as it comes
+    (the result's text is then exactly what was written); without one, replies come whole."""
     loop = _Loop(
         client,
         model,
@@ -206,6 +250,7 @@ def run_loop(
         notify=on_event or (lambda _m: None),
         retry=retry,
         max_parallel_tools=max_parallel_tools,
+        tap=tap,
     )
     loop.open(question, branch, history or [])
     while True:
@@ -251,8 +296,12 @@ class _Loop:
         notify: ProgressFn,
         retry: RetryPolicy | None,
         max_parallel_tools: int,
+        tap: AnswerTap | None = None,
     ) -> None:
         self.started = time.monotonic()
+        self.tap = tap
+        self.written = ""  # what went to the tap: the answer so far
+        self.cut: str | None = None  # why a streamed answer broke off
         self.client, self.model, self.toolbox, self.budget = client, model, toolbox, budget
         self.price, self.notify, self.retry = price, notify, retry
         self.max_parallel_tools = max_parallel_tools
@@ -311,10 +360,15 @@ class _Loop:
             request["tool_choice"] = {"type": "none"}
         t0 = time.monotonic()
         with span(f"model round {self.rounds + 1}"):
-            response = create_message(
-                self.client, request, deadline=self.deadline, policy=self.retry,
-                on_retry=self.notify,
-            )  # fmt: skip
+            if self.tap is None:
+                response = create_message(
+                    self.client, request, deadline=self.deadline, policy=self.retry,
+                    on_retry=self.notify,
+                )  # fmt: skip
+            else:
+                if final and self.stopped is not None:
+                    self.tap.preface(stop_note(self.stopped))  # the answer's top, once it starts
+                response = self._stream(request, final=final)
         self.usage.add(response.usage, self.price, (time.monotonic() - t0) * 1000)
         self.rounds += 1
         blocks = _message_blocks(response.content)
@@ -323,6 +377,28 @@ class _Loop:
             {"role": "assistant", "content": _sendable(blocks) or [{"type": "text", "text": "…"}]}
         )
         return _Reply(blocks, response.stop_reason)
+
+    def _stream(self, request: dict[str, Any], *, final: bool) -> Any:
+        """One round streamed through a _Round; a reply that broke off after some of it was
+        shown comes back as far as it got, with no tool calls, so the loop answers with it."""
+        assert self.tap is not None
+        round_ = _Round(self, final=final)
+        try:
+            response = stream_message(
+                self.client, request, deadline=self.deadline, policy=self.retry,
+                on_retry=self.notify, on_event=round_.event, rewind=round_.rewind,
+            )  # fmt: skip
+        except ModelInterrupted as e:
+            self.cut = str(e)
+            self.stopped = self.stopped or StopReason.CUT
+            return _Broken(e.partial)
+        round_.close(response)
+        return response
+
+    def write(self, piece: str) -> None:
+        assert self.tap is not None
+        self.written += piece
+        self.tap.write(piece)
 
     def run_tools(self, calls: list[dict[str, Any]]) -> None:
         """The calls run in parallel; their results go back as one turn, in the order asked."""
@@ -347,15 +423,35 @@ class _Loop:
         )
 
     def answer(self, reply: _Reply) -> LoopResult:
-        """The final text: the model's last words, or what was looked at if it wrote none."""
+        """The final text: the model's last words, or what was looked at if it wrote none; a
+        note at its top when a budget forced the last round, at its end when it was cut short."""
         if reply.stop_reason == "max_tokens":
             self.stopped = self.stopped or StopReason.OUTPUT
-        return self._result(reply.text or _ran_out_text(self.toolbox, self.texts))
+        text = self.written.strip() if self.tap is not None else reply.text
+        if not text:
+            text = _ran_out_text(self.toolbox, self.texts)
+            self._also_write(text)
+        if self.cut is not None:
+            end = f"_The answer was cut off here: {self.cut}._"
+            text += f"\n\n{end}"
+            self._also_write(f"\n\n{end}")
+        elif self.stopped == StopReason.OUTPUT:
+            text += f"\n\n{stop_note(StopReason.OUTPUT)}"
+            self._also_write(f"\n\n{stop_note(StopReason.OUTPUT)}")
+        if self.stopped is not None and self.stopped not in (StopReason.OUTPUT, StopReason.CUT):
+            text = f"{stop_note(self.stopped)}\n\n{text}"  # the tap had it as a preface
+        return self._result(text)
 
     def ran_out(self) -> LoopResult:
         """Too little time for even one more call: an honest reply from what was seen so far."""
         self.stopped = self.stopped or StopReason.TIME
-        return self._result(_ran_out_text(self.toolbox, self.texts), ran_out=True)
+        text = _ran_out_text(self.toolbox, self.texts)
+        self._also_write(text)
+        return self._result(text, ran_out=True)
+
+    def _also_write(self, piece: str) -> None:
+        if self.tap is not None:
+            self.write(piece)
 
     def _result(self, text: str, *, ran_out: bool = False) -> LoopResult:
         total = (time.monotonic() - self.started) * 1000
@@ -366,6 +462,7 @@ class _Loop:
             usage=usage,
             stopped_early=self.stopped,
             ran_out=ran_out,
+            streamed=self.tap is not None,
             timings_ms={
                 "loop": total,
                 "model": usage.model_ms,
@@ -373,6 +470,90 @@ class _Loop:
                 "overhead": max(0.0, total - usage.model_ms - tools_ms),
             },
         )
+
+
+class _Round:
+    """One streamed reply, as it arrives: decides which of its text is the answer.
+
+    On the last round (no tools offered) every word goes straight to the tap. Otherwise text is
+    held until it reads as the answer (a paragraph break, or LEAD_CHARS of it) or the reply ends
+    without tool calls; text followed by a tool call was a preamble and goes to the status line.
+    """
+
+    def __init__(self, loop: _Loop, *, final: bool) -> None:
+        assert loop.tap is not None
+        self.loop, self.final = loop, final
+        self.mark = loop.tap.mark()
+        self.written = loop.written
+        self._reset()
+
+    def _reset(self) -> None:
+        self.held = ""
+        self.spaces = ""  # trailing whitespace, written only once more words follow it
+        self.committed = False
+        self.texts = 0  # text blocks begun
+        self.tool = False
+
+    def event(self, kind: str, value: str) -> None:
+        if kind == "text":
+            if self.texts:
+                self._text("\n")  # several text blocks read as lines, as _Reply.text joins them
+            self.texts += 1
+        elif kind == "tool_use" and not self.committed:
+            self.tool = True
+            preamble = " ".join(self.held.split())
+            if preamble:
+                self.loop.notify(preamble)
+            self.held = ""
+        elif kind == "delta":
+            self._text(value)
+
+    def _text(self, piece: str) -> None:
+        if self.committed:
+            words = piece.rstrip()
+            if words:
+                self.loop.write(self.spaces + words)
+                self.spaces = ""
+            self.spaces += piece[len(words) :]
+            return
+        if self.tool:
+            return  # words after a tool call in the same reply: working notes, not the answer
+        self.held += piece
+        body = self.held.strip()
+        if self.final or "\n\n" in body or len(body) >= LEAD_CHARS:
+            self._commit()
+
+    def _commit(self) -> None:
+        self.committed = True
+        held, self.held = self.held, ""
+        if self.loop.written.strip() and held.strip():
+            # An earlier round's words were shown: this one is a new paragraph.
+            held = "\n\n" + held.lstrip()
+        self._text(held)
+
+    def rewind(self) -> bool:
+        """Before the reply is asked for again: forget this attempt's words, if none were shown."""
+        assert self.loop.tap is not None
+        if self.committed:
+            if not self.loop.tap.rewind(self.mark):
+                return False
+            self.loop.written = self.written
+        self._reset()
+        return True
+
+    def close(self, response: Any) -> None:
+        """The reply is complete: with no tool calls it is the answer, held words included."""
+        if not self.committed and not self.tool and self.held.strip():
+            self._commit()
+
+
+class _Broken:
+    """A streamed reply that broke off, as far as it came: no tool calls, so the loop answers."""
+
+    def __init__(self, partial: Any) -> None:
+        self.content: list[Any] = []  # the words that came are already in the tap
+        self.stop_reason: str | None = None
+        self.usage = getattr(partial, "usage", None)
 
 
 def _traced_tool(toolbox: Toolbox, call: dict[str, Any]) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 from codeask import search_only
 from codeask.agent import Budget, StopReason, Turn, run_loop
 from codeask.errors import BadInput
+from codeask.holdback import AnswerSink, HoldBack
 from codeask.mirror import TAG_PREFIX, MirrorStore, RepoSpec, StaleNote, UncommittedNote, redact_url
 from codeask.mirror.spec import is_local
 from codeask.model import ModelClient, ModelUnavailable, Usage, make_client, price_for, prices
@@ -267,8 +268,12 @@ def ask(
     history: list[Turn] | None = None,
     deadline: float | None = None,
     client: ModelClient | None = None,
+    sink: AnswerSink | None = None,
 ) -> Answer:
-    """Answer `question` about `spec`; `deadline` is a time.monotonic() value (Lambda's, minus a margin)."""
+    """Answer `question` about `spec`; `deadline` is a time.monotonic() value (Lambda's, minus a margin).
+
+    The model's answer streams into `sink` as it is written, each path in it held back until it
+    is complete and checked (holdback.HoldBack). A search-only answer is never streamed."""
     started = time.monotonic()
     if deadline is None and settings.deadline_s is not None:
         deadline = started + settings.deadline_s
@@ -307,6 +312,9 @@ def ask(
     reason = "no model key is configured"
     text: str | None = None
     if settings.has_model:
+        hold = HoldBack(snapshot, sink)
+        if ref_notes:
+            hold.preface("\n".join(ref_notes))
         try:
             result = run_loop(
                 client or make_client(settings),
@@ -323,6 +331,7 @@ def ask(
                 ),
                 price=price_for(prices(settings), settings.model),
                 on_event=on_event,
+                tap=hold,
             )
             mode, usage, rounds, stopped = (
                 Mode.CLAUDE,
@@ -331,17 +340,16 @@ def ask(
                 result.stopped_early,
             )
             loop_timings = {f"loop_{k}": v for k, v in result.timings_ms.items()}
-            text = result.text
-            if stopped and not result.ran_out:
-                text = f"_Stopped early ({_STOP_WORDS[stopped]}), so this answer may be incomplete._\n\n{text}"
+            # What was streamed is the answer: the ref notes, any stop note and the model's text.
+            text = hold.finish()
         except ModelUnavailable as e:
             notify(str(e))
             reason = f"the model was unavailable: {e}"
     if text is None:
         result_so = search_only.answer(question, toolbox, reason=reason, deadline=deadline)
         text = result_so.text
-    if ref_notes:
-        text = "\n".join(ref_notes) + "\n\n" + text
+        if ref_notes:
+            text = "\n".join(ref_notes) + "\n\n" + text
     t_answer = time.monotonic()
     verification = verify_answer(text, snapshot)
     t_verify = time.monotonic()
@@ -371,11 +379,3 @@ def ask(
         model_fallback=settings.has_model and mode == Mode.SEARCH_ONLY,
         uncommitted=read.uncommitted,
     )
-
-
-_STOP_WORDS = {
-    StopReason.ROUNDS: "it reached the tool-call limit",
-    StopReason.TIME: "it ran short of time",
-    StopReason.COST: "it reached the cost limit",
-    StopReason.OUTPUT: "it reached the answer-length limit",
-}

@@ -17,6 +17,23 @@ def _progress(msg: str) -> None:
     print(f"· {msg}", file=sys.stderr, flush=True)
 
 
+class _Terminal:
+    """Prints the answer as it is written: only what is settled, each path checked first, and
+    an unverified one followed by its mark (holdback.marked), exactly as in the final text."""
+
+    def __init__(self) -> None:
+        self.printed = ""
+
+    def show(self, settled: Any) -> None:
+        from codeask.holdback import marked
+
+        text = marked(settled.text, settled.verification)
+        if text.startswith(self.printed):
+            sys.stdout.write(text[len(self.printed) :])
+            sys.stdout.flush()
+            self.printed = text
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="codeask",
@@ -147,17 +164,24 @@ def _ask(args: argparse.Namespace) -> int:
     specs = [_spec(r, args.branch) for r in repos]
     if len({s.name for s in specs}) < len(specs):
         raise BadInput("two --repo values have the same name; give repos with distinct names")
+    terminal = None if args.json else _Terminal()
     ans = ask(
         args.question,
         specs,
         settings,
         on_event=None if args.quiet else _progress,
         deadline=started + args.deadline if args.deadline else None,
+        sink=terminal,
     )
     if args.json:
         print(json.dumps(ans.to_json(), indent=2, ensure_ascii=False))
         return 0
-    print(ans.text)
+    if terminal is not None and terminal.printed:
+        print()  # the answer streamed; end its last line
+    else:
+        from codeask.holdback import marked
+
+        print(marked(ans.text, ans.verification))
     if ans.warning:
         print("\n" + ans.warning)
     cites = ans.verification.citations

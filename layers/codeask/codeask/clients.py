@@ -42,6 +42,20 @@ class SlackClient(Protocol):
 
     def chat_delete(self, *, channel: str, ts: str, **kwargs: Any) -> Any: ...
 
+    def chat_startStream(
+        self, *, channel: str, thread_ts: str, markdown_text: str | None = None, **kwargs: Any
+    ) -> Any: ...
+
+    def chat_appendStream(
+        self, *, channel: str, ts: str, markdown_text: str | None = None, **kwargs: Any
+    ) -> Any: ...
+
+    def chat_stopStream(
+        self, *, channel: str, ts: str, markdown_text: str | None = None, **kwargs: Any
+    ) -> Any: ...
+
+    def conversations_replies(self, *, channel: str, ts: str, **kwargs: Any) -> Any: ...
+
     def assistant_threads_setStatus(
         self, *, channel_id: str, thread_ts: str, status: str, **kwargs: Any
     ) -> Any: ...
@@ -60,8 +74,11 @@ def aws(service: str) -> Any:
 
 
 @functools.cache
-def slack(token: str, base_url: str) -> SlackClient:
-    """A Slack WebClient that waits out 429s as Slack's Retry-After says (a 429 posted nothing)."""
+def slack(token: str, base_url: str, *, wait_out_429: bool = True) -> SlackClient:
+    """A Slack WebClient that waits out 429s as Slack's Retry-After says (a 429 posted nothing).
+
+    With `wait_out_429=False` a 429 comes back at once as an error: a streamed answer's updates
+    back off on their own, and must never keep the final post waiting behind a sleep."""
     from slack_sdk import WebClient
     from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
@@ -70,5 +87,5 @@ def slack(token: str, base_url: str) -> SlackClient:
         token=token,
         base_url=base_url,
         timeout=10,
-        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=3)],
+        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=3)] if wait_out_429 else [],
     )

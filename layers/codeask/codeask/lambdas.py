@@ -57,9 +57,9 @@ def _require(s: Settings, *names: str) -> None:
         raise ConfigError("missing settings: " + ", ".join(n.upper() for n in missing))
 
 
-def _slack(s: Settings) -> clients.SlackClient:
+def _slack(s: Settings, *, wait_out_429: bool = True) -> clients.SlackClient:
     assert s.slack_bot_token is not None
-    return clients.slack(s.slack_bot_token, s.slack_api_url)
+    return clients.slack(s.slack_bot_token, s.slack_api_url, wait_out_429=wait_out_429)
 
 
 # -- slack_events: the ack ----------------------------------------------------------------------
@@ -169,6 +169,7 @@ def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
             owner=(context.aws_request_id if context else None) or uuid.uuid4().hex,
             last_attempt=_receives(record) >= s.max_receives,
             model_client=(lambda: make_client(s)) if s.has_model else None,
+            stream_slack=_slack(s, wait_out_429=False),
         )
     if outcome.status == OutcomeStatus.SKIPPED:
         emit("JobsSkipped", 1)

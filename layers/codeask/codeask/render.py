@@ -14,6 +14,7 @@ from codeask.redact import scan
 
 if TYPE_CHECKING:
     from codeask.answer import Answer
+    from codeask.verify import Verification
 
 # Slack's limits (docs.slack.dev, Block Kit reference): a `markdown` block holds at most 12,000
 # characters and, per its page, so do all markdown blocks of one payload together; a `section`
@@ -314,13 +315,15 @@ def _fence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _linked_body(answer: Answer) -> str:
-    """The answer text, neutralised, with the first backticked mention of each citation linked."""
-    text = answer.text
+def body_markdown(text: str, verification: Verification) -> str:
+    """An answer's text as its message shows it: neutralised, the first backticked mention of
+    each citation linked at the SHA, every unverified reference marked. For a settled part of
+    an answer still being written (holdback.Settled) it is the start of the finished body."""
     fences = _fence_spans(text)
     done: set[tuple[str, int | None, int | None]] = set()
-    links: list[tuple[int, int, str]] = []  # start, end (backticks included), markdown link
-    for m in answer.verification.mentions:
+    # start, end (backticks included), replacement; a mark replaces nothing (start == end)
+    links: list[tuple[int, int, str]] = [(p, p, mark) for p, mark in verification.marks(text)]
+    for m in verification.mentions:
         key = (m.path, m.start_line, m.end_line)
         if not m.verified or m.kind != "file" or m.url is None or key in done:
             continue
@@ -475,7 +478,7 @@ def render_answer(
     answer: Answer, *, elapsed_s: float | None = None, feedback_key: str | None = None
 ) -> list[SlackMessage]:
     """The answer as messages for its thread: the first replaces the placeholder."""
-    body = _linked_body(answer)
+    body = body_markdown(answer.text, answer.verification)
     chunks = split_body(body) or ["_(The answer came back empty.)_"]
     head: list[dict[str, Any]] = []
     if answer.stale is not None:
@@ -527,6 +530,26 @@ def render_answer(
                 )
             )
     return messages
+
+
+# --- an answer still being written -----------------------------------------------------------
+
+WRITING = "✍️ still writing…"
+
+
+def render_partial(markdown: str) -> SlackMessage:
+    """A chat.update of the placeholder with the answer so far (`body_markdown` of what is
+    settled), for workspaces without chat.startStream. Only the first message's worth is shown;
+    the finished answer splits into continuations as usual."""
+    blocks: list[dict[str, Any]] = []
+    size = 0
+    for chunk in split_body(markdown):
+        if size + len(chunk) > MESSAGE_TEXT_BUDGET - PROGRESS_CHARS:
+            break
+        blocks.append(_markdown(chunk))
+        size += len(chunk)
+    blocks.append(_context(WRITING))
+    return SlackMessage(text=_fallback(markdown), blocks=blocks)
 
 
 # --- placeholder, progress, failures ---------------------------------------------------------
@@ -618,9 +641,11 @@ __all__: list[str] = [
     "Failure",
     "SlackMessage",
     "block_chars",
+    "body_markdown",
     "neutralise",
     "render_answer",
     "render_failure",
+    "render_partial",
     "render_placeholder",
     "render_progress",
     "split_body",

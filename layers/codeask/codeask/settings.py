@@ -44,6 +44,17 @@ def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -
     return value
 
 
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("on", "true", "1", "yes"):
+        return True
+    if raw in ("off", "false", "0", "no"):
+        return False
+    raise ConfigError(f"{name} must be on or off, got {raw!r}")
+
+
 def _url(value: str) -> str:
     if not value.startswith(("http://", "https://")):
         raise ConfigError(f"SLACK_API_URL must be an http(s) URL, got {value!r}")
@@ -88,6 +99,11 @@ class Settings:
     bot_config: BotConfig | None = None
     answer_margin_s: float = 20.0
     max_receives: int = 3  # the jobs queue's maxReceiveCount: the worker's last attempt
+    # Whether answers are shown in Slack while they are written, and how often what is new is
+    # sent on (see slack_stream.py for the measurements).
+    stream: bool = True
+    stream_append_s: float = 0.6
+    stream_edit_s: float = 2.0
 
     @property
     def has_model(self) -> bool:
@@ -141,4 +157,7 @@ class Settings:
             bot_config=BotConfig.load(env["CODEASK_CONFIG"]) if env.get("CODEASK_CONFIG") else None,
             answer_margin_s=_float(env, "CODEASK_ANSWER_MARGIN_S", 20.0),
             max_receives=_int(env, "CODEASK_MAX_RECEIVES", 3),
+            stream=_switch(env, "CODEASK_STREAM", True),
+            stream_append_s=_float(env, "CODEASK_STREAM_APPEND_S", 0.6),
+            stream_edit_s=_float(env, "CODEASK_STREAM_EDIT_S", 2.0),
         )

@@ -13,6 +13,7 @@ ANSWER_TTL_S = 14 * 24 * 3600
 THREAD_TTL_S = 30 * 24 * 3600
 MAX_TURNS = 4  # earlier turns carried into a follow-up; older ones drop off
 MAX_TURN_CHARS = 3000
+MAX_SHOWN_CHARS = 40_000  # a streamed answer's text is kept whole (items hold up to 400 KB)
 
 
 class AnswerStatus(StrEnum):
@@ -23,13 +24,58 @@ class AnswerStatus(StrEnum):
     ANSWERED = "answered"
 
 
+class StreamMode(StrEnum):
+    """How an answer is shown while it is written."""
+
+    STREAM = "stream"  # chat.startStream / appendStream / stopStream: a message of its own
+    EDITS = "edits"  # throttled chat.update of the placeholder
+
+
+class StreamStatus(StrEnum):
+    STARTING = "starting"  # chat.startStream was called; its message is not known yet
+    STREAMING = "streaming"
+    STOPPED = "stopped"  # ended as planned; the answer replaces what was streamed
+    CUT = "cut"  # ended early (a Slack error): a closing line says so
+
+
+@dataclass
+class StreamRecord:
+    """An answer shown while it was written: where, how far, and how it ended."""
+
+    mode: StreamMode
+    status: StreamStatus
+    ts: str | None = None  # the message it streams into
+    replaced: str | None = None  # the placeholder a new stream message took the place of
+    shown: str = ""  # what had been shown when this was recorded (markdown, as sent)
+    note: str | None = None  # why it ended early
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"mode": self.mode, "status": self.status, "ts": self.ts, "replaced": self.replaced,
+             "shown": self.shown[:MAX_SHOWN_CHARS], "note": self.note}
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, raw: str) -> StreamRecord:
+        data = json.loads(raw)
+        return cls(
+            mode=StreamMode(data["mode"]),
+            status=StreamStatus(data["status"]),
+            ts=data.get("ts"),
+            replaced=data.get("replaced"),
+            shown=data.get("shown") or "",
+            note=data.get("note"),
+        )
+
+
 @dataclass
 class AnswerState:
     status: AnswerStatus
     owner: str
     started_at: float
-    placeholder_ts: str | None = None
+    placeholder_ts: str | None = None  # the message the answer goes in (a stream's, once one is)
     posted_ts: list[str] = field(default_factory=list)  # continuation messages after the first
+    stream: StreamRecord | None = None
 
 
 def _conditional_failed(e: Exception) -> bool:
@@ -149,13 +195,26 @@ class StateStore:
             started_at=float(item.get("started_at", {}).get("N", "0")),
             placeholder_ts=item.get("placeholder_ts", {}).get("S"),
             posted_ts=[v["S"] for v in item.get("posted_ts", {}).get("L", [])],
+            stream=StreamRecord.from_json(item["stream"]["S"]) if "stream" in item else None,
         )
 
     def record_posts(self, key: str, placeholder_ts: str | None, posted_ts: list[str]) -> None:
         """Remember what was posted, so a redelivery edits those messages instead of posting again."""
-        names = {"#p": "posted_ts"}
-        values: dict[str, Any] = {":p": {"L": [{"S": t} for t in posted_ts]}}
-        expr = "SET #p = :p"
+        self._record(key, "posted_ts", {"L": [{"S": t} for t in posted_ts]}, placeholder_ts)
+
+    def record_stream(
+        self, key: str, stream: StreamRecord, *, placeholder_ts: str | None = None
+    ) -> None:
+        """Remember a stream as it starts, moves into a message, and ends: a redelivery then
+        finishes that message instead of starting another. `placeholder_ts` moves the answer
+        to the stream's own message."""
+        self._record(key, "stream", {"S": stream.to_json()}, placeholder_ts)
+
+    def _record(
+        self, key: str, name: str, value: dict[str, Any], placeholder_ts: str | None
+    ) -> None:
+        expr = "SET #n = :v"
+        values: dict[str, Any] = {":v": value}
         if placeholder_ts:
             expr += ", placeholder_ts = :ph"
             values[":ph"] = {"S": placeholder_ts}
@@ -163,7 +222,7 @@ class StateStore:
             TableName=self.table,
             Key={"pk": {"S": "answer#" + key}},
             UpdateExpression=expr,
-            ExpressionAttributeNames=names,
+            ExpressionAttributeNames={"#n": name},
             ExpressionAttributeValues=values,
         )
 

@@ -25,6 +25,8 @@ from codeask.search import (
     FileHits,
     FileSource,
     SearchOutcome,
+    elsewhere,
+    no_matches,
     render,
     search,
 )
@@ -102,14 +104,16 @@ SEARCH_DESCRIPTION = (
     "the exact ones (add (?-i) for exact case only). Hits are grouped by file and ranked: "
     "definitions and code before imports, strings and comments; source before config, tests, "
     "docs, vendored and generated files; whole words before matches inside longer words. Every "
-    "hit shown has its text, a mark (D definition, > code, I import, S string, # comment), its "
-    "enclosing scope (`class Session › def send(self, request)`, a C function's signature, or a "
-    "config key path such as `cache › redis › host`) and the lines around it that make it "
-    "readable; a function or class of up to 30 lines defined on a hit is shown whole. A result "
+    "hit shown has its text, a mark (D definition, = sets a value, > code, I import, S string, "
+    "# comment), its enclosing scope (`class Session › def send(self, request)`, a C function's "
+    "signature, a Helm `define`, or a config key path such as `cache › redis › host`) and the "
+    "lines around it that make it readable; a definition is shown to its end (up to 60 lines of "
+    "body, else where it ends), and in a small result it says where it is called from. A result "
     "of up to 25 matches shows every one; a bigger one shows the best with context, then one-line "
-    "previews, then counts per file, and the header says whether the list is complete. In an "
-    "alternation ('send_request|RetryPolicy') every alternative gets its share. Narrow with `glob` "
-    "('*.{c,h}', '!**/tests/**') or `path` (a directory or one file)."
+    "previews, then counts per file, and the header says whether the list is complete and how "
+    "many matches a glob or path left out. No match: each word of the pattern is counted alone. "
+    "In an alternation ('send_request|RetryPolicy') every alternative gets its share. Narrow with "
+    "`glob` ('*.{c,h}', '!**/tests/**') or `path` (a directory or one file)."
 )
 READ_DESCRIPTION = (
     "Read numbered lines of one file. Give start_line/end_line to read the part you need (a search "
@@ -389,6 +393,7 @@ class Toolbox:
         files.sort(key=lambda f: (-f.score, f.path))
         first = outcomes[0]
         counts = [sum(c) for c in zip(*(o.alternative_counts for o in outcomes), strict=True)]
+        repos = [part.repo.name for part, _ in targets]
         return SearchOutcome(
             pattern=pattern,
             glob=glob,
@@ -406,6 +411,11 @@ class Toolbox:
             plain_words=first.plain_words,
             large=large,
             size_limit=self.large_file_bytes,
+            outside=elsewhere.merged(list(zip(repos, (o.outside for o in outcomes), strict=True))),
+            near_misses=[]
+            if files
+            else elsewhere.merged_words(repos, [o.near_misses for o in outcomes]),
+            lookup=elsewhere.joined(list(zip(repos, (o.lookup for o in outcomes), strict=True))),
         )
 
     def render_search(self, o: SearchOutcome) -> str:
@@ -417,10 +427,7 @@ class Toolbox:
             )
         large = o.large_note()
         if not o.files:
-            if not large:
-                return f"No matches for {where}."
-            limit = f"{o.size_limit / 1024 / 1024:g} MB"
-            return f"No matches for {where} in the files up to {limit}.\n{large}"
+            return no_matches(o)
         text = render(o, FileSource(self.lines, self._syntax_key))
         return f"{text}\n\n{large}" if large else text
 

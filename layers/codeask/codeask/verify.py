@@ -28,6 +28,11 @@ class Mention:
     kind: MentionKind  # "ambiguous": several files or directories match a bare name or suffix
 
 
+# Goes right after a reference that could not be verified, wherever the answer is shown, so the
+# reader never sees it bare, not even while the answer is still being written.
+UNVERIFIED_MARK = " (⚠️ unverified)"
+
+
 @dataclass
 class Verification:
     """Every path mention found in one answer, checked against one snapshot."""
@@ -54,6 +59,18 @@ class Verification:
     @property
     def ok(self) -> bool:
         return not self.unverified
+
+    def marks(self, answer: str) -> list[tuple[int, str]]:
+        """Where UNVERIFIED_MARK goes in `answer`: after each unverified mention, or after the
+        code span holding it (`` `nope.py:3` `` is marked after its closing backtick); each
+        place once, in order."""
+        spans = code_spans(answer)
+        places: set[int] = set()
+        for m in self.unverified:
+            s, e = m.span
+            code = next(((cs, ce) for cs, ce in spans if cs <= s < ce), None)
+            places.add(code[1] + 1 if code is not None else e)
+        return [(p, UNVERIFIED_MARK) for p in sorted(places)]
 
 
 # Extensions that make a bare name (`settings.py`) a claim to be a file even when it does not
@@ -167,6 +184,22 @@ def _mask(answer: str) -> str:
     return text
 
 
+def _regions(answer: str) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]:
+    """The answer with links and addresses blanked, its fenced blocks, and its inline code spans
+    (content offsets, backticks excluded) outside those blocks."""
+    text = _mask(answer)
+    fences = [m.span() for m in _FENCE.finditer(text)]
+    unfenced = list(text)
+    for s, e in fences:
+        unfenced[s:e] = " " * (e - s)
+    return text, fences, [m.span(1) for m in _INLINE_CODE.finditer("".join(unfenced))]
+
+
+def code_spans(answer: str) -> list[tuple[int, int]]:
+    """The inline code spans the scanner sees (content offsets; the backticks sit just outside)."""
+    return _regions(answer)[2]
+
+
 def _lines(n: int) -> str:
     return "1 line" if n == 1 else f"{n} lines"
 
@@ -263,12 +296,7 @@ class _Scanner:
     def __init__(self, answer: str, snapshot: Snapshot) -> None:
         self.answer = answer
         self.snap = snapshot
-        self.text = _mask(answer)
-        self.fences = [m.span() for m in _FENCE.finditer(self.text)]
-        unfenced = list(self.text)
-        for s, e in self.fences:
-            unfenced[s:e] = " " * (e - s)
-        self.codes = [m.span(1) for m in _INLINE_CODE.finditer("".join(unfenced))]
+        self.text, self.fences, self.codes = _regions(answer)
         self.taken: list[tuple[int, int]] = []
         self.mentions: list[Mention] = []
 
@@ -503,6 +531,157 @@ class _Scanner:
 def verify_answer(answer: str, snapshot: Snapshot) -> Verification:
     """Find every path the answer mentions and check it (and any lines) against the snapshot."""
     return Verification(sha=snapshot.sha, mentions=_Scanner(answer, snapshot).run())
+
+
+# A regex and the regex of all its prefixes, built together: what may still follow a path and
+# become its line suffix. Until the text after a path leaves every prefix of _DIRECT_SUFFIX and
+# _PHRASE_SUFFIX, the citation may still grow (`worker.py` then `:6`, then `-11`).
+_Rx = tuple[str, str]
+
+
+def _lit(s: str) -> _Rx:
+    return re.escape(s), "".join(f"(?:{re.escape(c)}" for c in s) + ")?" * len(s)
+
+
+def _one(cls: str) -> _Rx:
+    return cls, f"(?:{cls})?"
+
+
+def _many(cls: str, *, least: int) -> _Rx:
+    return f"{cls}{'+' if least else '*'}", f"{cls}*"
+
+
+def _opt(part: _Rx) -> _Rx:
+    return f"(?:{part[0]})?", part[1]
+
+
+def _alt(*parts: _Rx) -> _Rx:
+    return "(?:" + "|".join(f for f, _ in parts) + ")", "(?:" + "|".join(p for _, p in parts) + ")"
+
+
+def _seq(*parts: _Rx) -> _Rx:
+    # A prefix of p1 p2 … pn is a prefix of p1, or p1 whole and a prefix of p2, and so on.
+    alts = ["".join(f for f, _ in parts[:i]) + pre for i, (_, pre) in enumerate(parts)]
+    return "(?:" + "".join(f for f, _ in parts) + ")", "(?:" + "|".join(alts) + ")"
+
+
+def _suffix_prefixes() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    marks = (r"[`*]{0,3}", r"[`*]{0,3}")
+    space = r"[ \t]"
+    num, line = _many(r"\d", least=1), _opt(_lit("L"))
+    dash = _alt(_lit("-"), _seq(_opt(_one(space)), _one("[–—]"), _opt(_one(space))))
+    direct = _seq(
+        marks,
+        _alt(
+            _seq(_lit(":"), line, num, _opt(_seq(dash, line, num)), _opt(_seq(_lit(":"), num))),
+            _seq(_lit("#L"), num, _opt(_seq(_lit("C"), num)),
+                 _opt(_seq(_lit("-"), line, num, _opt(_seq(_lit("C"), num))))),
+        ),
+    )  # fmt: skip
+    spaces = _many(space, least=1)
+    phrase = _seq(
+        marks,
+        _alt(_seq(_many(space, least=0), _lit("(")), _lit(","), _one(space)),
+        _many(space, least=0),
+        _opt(_seq(_alt(_lit("at"), _lit("on")), spaces)),
+        _lit("line"), _opt(_lit("s")), spaces, line, num,
+        _opt(_seq(_alt(dash, _seq(spaces, _alt(_lit("to"), _lit("through")), spaces)), line, num)),
+        _opt(_lit(")")),
+    )  # fmt: skip
+    return re.compile(direct[1]), re.compile(phrase[1], re.IGNORECASE)
+
+
+SUFFIX_PREFIXES = _suffix_prefixes()
+# A `<` that may yet become a special mention spanning lines: `<!here|…>`, `<` + newline + `!`.
+_SPECIAL_START = re.compile(r"<\s*(?:!|\Z)")
+
+
+def _viable(rx: re.Pattern[str], text: str, start: int, stop: int) -> int:
+    """How many characters from `start` are still a prefix of something `rx`'s language holds."""
+    k = 0
+    while start + k < stop and rx.fullmatch(text, start, start + k + 1):
+        k += 1
+    return k
+
+
+def _decided(text: str, end: int) -> bool:
+    """Whether what follows a path ending at `end` can no longer become its line suffix."""
+    stop = text.find("\n", end)
+    stop = len(text) if stop < 0 else stop
+    viable = max(_viable(rx, text, end, stop) for rx in SUFFIX_PREFIXES)
+    # The suffixes look up to two characters past their end (`12.5` is no line 12).
+    after = text[end + viable : end + viable + 2]
+    return len(after) == 2 or "\n" in after
+
+
+def settled(text: str, snapshot: Snapshot) -> tuple[int, Verification]:
+    """For an answer still being written: how much of `text` is final, and the mentions in it.
+
+    Final means nothing that can follow changes how that part reads: no path in it may still grow
+    a line suffix (`worker.py` + `:6`), no inline code span or Slack `<…>` is still open, and the
+    cut falls outside every mention, code span and `<…>`. Only whole words settle, never the
+    spaces after the last one. The mentions are checked against the snapshot as `verify_answer`
+    checks them; they are exactly those the finished answer will have in that part.
+    """
+    masked, _fences, codes = _regions(text)
+    n = len(text)
+    cut = n
+    while cut > 0 and not text[cut - 1].isspace():
+        cut -= 1  # the last word may still be growing
+    line_start = text.rfind("\n") + 1
+    forbidden: list[tuple[int, int]] = []  # a cut strictly inside one falls back to its start
+    closed = [(cs - 1, ce + 1) for cs, ce in codes]  # with their backticks
+    for i in range(line_start, n):
+        if masked[i] == "`" and not any(a <= i < b for a, b in closed):
+            # An unmatched backtick on the last line: a code span may still be opening here.
+            # (Inside a fence the whole line is code; holding it to its end costs nothing.)
+            cut = min(cut, i)
+            break
+    for cs, ce in codes:
+        # The closing backtick and the character after it decide whether a path is linked.
+        forbidden.append((cs - 1, ce + 1 if ce + 1 < n else ce + 2))
+    for m in re.finditer("<", text):
+        p = m.start()
+        close = text.find(">", p)
+        if close >= 0:
+            forbidden.append((p, close + 1))
+        elif p >= line_start or _SPECIAL_START.match(text, p):
+            cut = min(cut, p)
+    for tok in _TOKEN.finditer(masked):
+        s, e = _trim(masked, *tok.span())
+        if s >= cut:
+            break
+        if not _LETTER.search(masked, s, e) or _decided(text, e):
+            continue  # a number or a mark is never a path of its own
+        hold = s
+        code = next(((cs, ce) for cs, ce in codes if cs <= s < ce), None)
+        if code is not None:
+            hold = code[0] - 1
+        prefix = _PHRASE_PREFIX.search(masked, max(0, s - 60), s)
+        if prefix is not None:
+            hold = min(hold, prefix.start())
+        cut = min(cut, hold)
+    verification = verify_answer(text, snapshot)
+    for mention in verification.mentions:
+        a, b = mention.span
+        code = next(((cs, ce) for cs, ce in codes if cs <= a < ce), None)
+        if code is not None:
+            a, b = min(a, code[0] - 1), max(b, code[1] + 1 if code[1] + 1 < n else code[1] + 2)
+        forbidden.append((a, b))
+    cut = _fall_back(text, cut, forbidden)
+    mentions = [m for m in verification.mentions if m.span[1] <= cut]
+    return cut, Verification(sha=verification.sha, mentions=mentions)
+
+
+def _fall_back(text: str, cut: int, forbidden: list[tuple[int, int]]) -> int:
+    """The cut moved back out of every region it falls strictly inside, and off trailing spaces."""
+    while True:
+        while cut > 0 and text[cut - 1].isspace():
+            cut -= 1
+        inside = [a for a, b in forbidden if a < cut < b]
+        if not inside:
+            return cut
+        cut = min(inside)
 
 
 def _brief(reason: str, short_sha: str) -> str:

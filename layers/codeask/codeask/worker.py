@@ -25,6 +25,7 @@ from codeask.render import (
     render_progress,
 )
 from codeask.settings import Settings
+from codeask.slack_stream import SlackStream
 from codeask.state import StateStore
 
 PROGRESS_EDIT_INTERVAL_S = 4.0  # chat.update is a tier-3 method: stay far below ~50 a minute
@@ -47,10 +48,16 @@ class Outcome:
 
 
 class Progress:
-    """Shows what the worker is doing: the assistant status where allowed, else throttled edits."""
+    """Shows what the worker is doing: the assistant status where allowed, else throttled edits.
+    Once the answer itself is being shown (`answering()`), progress keeps quiet."""
 
     def __init__(
-        self, slack: SlackClient, channel: str, thread_ts: str, placeholder_ts: str
+        self,
+        slack: SlackClient,
+        channel: str,
+        thread_ts: str,
+        placeholder_ts: str,
+        answering: Callable[[], bool] = lambda: False,
     ) -> None:
         self.slack, self.channel, self.thread_ts, self.placeholder_ts = (
             slack,
@@ -58,10 +65,13 @@ class Progress:
             thread_ts,
             placeholder_ts,
         )
+        self.answering = answering
         self.use_status = True
         self.last_edit = 0.0
 
     def __call__(self, step: str) -> None:
+        if self.answering():
+            return
         line = render_progress(step)
         try:
             if self.use_status:
@@ -144,33 +154,39 @@ def answer_job(
     owner: str,
     last_attempt: bool = False,
     model_client: Callable[[], ModelClient] | None = None,
+    stream_slack: SlackClient | None = None,
 ) -> Outcome:
     """Answer `job` at most once. Unexpected errors propagate (SQS redelivers) unless this is the
-    last attempt, in which case the thread gets an honest failure message instead of silence."""
+    last attempt, in which case the thread gets an honest failure message instead of silence.
+
+    The answer is shown while it is written (SlackStream, through `stream_slack`: a client that
+    does not sit out 429s, since the stream backs off by itself); the finished answer then
+    replaces what was shown."""
     key = job.dedupe_key
     state = store.start_answer(key, owner, stale_after_s=max(60.0, deadline - time.monotonic()))
     if state is None:
         logger.info("job already answered or in hand", extra={"event_id": job.event_id})
         return Outcome(OutcomeStatus.SKIPPED)
     placeholder = state.placeholder_ts
+    stream: SlackStream | None = None
     try:
         if placeholder is None:
             placeholder = _post(slack, job.channel, job.thread_ts, render_placeholder(job.text))
             store.record_posts(key, placeholder, state.posted_ts)
+        stream = SlackStream(
+            stream_slack or slack, store, job, placeholder, previous=state.stream,
+            posted=state.posted_ts, append_interval_s=settings.stream_append_s,
+            edit_interval_s=settings.stream_edit_s,
+        )  # fmt: skip
+        stream.recover()
         return _answer(
-            job,
-            settings,
-            store,
-            slack,
-            mirrors,
-            deadline,
-            placeholder,
-            state.posted_ts,
-            model_client,
+            job, settings, store, slack, mirrors, deadline, stream, state.posted_ts, model_client
         )
     except Exception as e:
         logger.exception("answer failed", extra={"event_id": job.event_id, "channel": job.channel})
         detail = str(e) if isinstance(e, CodeaskError) else None
+        if stream is not None:
+            placeholder = stream.close()  # the message the answer was going in
         if isinstance(e, CodeaskError) or last_attempt:
             # A clear, final failure: say so once and stop; nothing to gain from a redelivery.
             failure = render_failure(Failure.ERROR, detail)
@@ -191,10 +207,11 @@ def _answer(
     slack: SlackClient,
     mirrors: MirrorStore,
     deadline: float,
-    placeholder: str,
+    stream: SlackStream,
     posted: list[str],
     model_client: Callable[[], ModelClient] | None,
 ) -> Outcome:
+    placeholder = stream.answer_ts
     config = settings.bot_config
     if config is None:
         raise CodeaskError("codeask has no CODEASK_CONFIG any more")
@@ -228,12 +245,15 @@ def _answer(
         specs,
         settings,
         store=mirrors,
-        on_event=Progress(slack, job.channel, job.thread_ts, placeholder),
+        on_event=Progress(slack, job.channel, job.thread_ts, placeholder, lambda: stream.started),
         history=history,
         deadline=deadline,
         client=model_client() if model_client else None,
+        sink=stream if settings.stream else None,
     )
     msgs = render_answer(answer, elapsed_s=time.monotonic() - started, feedback_key=job.dedupe_key)
+    # The finished answer replaces what was shown while it was written, in the same message.
+    placeholder = stream.close()
     extra = _publish(slack, store, job, placeholder, posted, msgs)
     info = {"question": job.text, "answer": answer.text, "repos": ",".join(names),
             "sha": answer.snapshot.sha, "mode": answer.mode}  # fmt: skip

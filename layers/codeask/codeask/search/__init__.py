@@ -2,7 +2,7 @@
 
 from codeask.search.layout import BUDGET, FileSource
 from codeask.search.query import RAW_MATCH_CAP, FileHits, Hit, SearchOutcome, search
-from codeask.search.render import render
+from codeask.search.render import no_matches, render
 
 __all__ = [
     "BUDGET",
@@ -11,6 +11,7 @@ __all__ = [
     "FileSource",
     "Hit",
     "SearchOutcome",
+    "no_matches",
     "render",
     "search",
 ]

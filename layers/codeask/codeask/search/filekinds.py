@@ -35,7 +35,7 @@ LANGUAGE_BY_EXT = {
     ".svelte": "svelte", ".sql": "sql", ".proto": "protobuf", ".zig": "zig", ".nim": "nim",
     ".f90": "fortran", ".asm": "assembly", ".s": "assembly", ".ps1": "powershell", ".vim": "vim",
     ".tcl": "tcl", ".cmake": "cmake", ".mk": "make", ".xml": "xml", ".ini": "ini", ".cfg": "ini",
-    ".conf": "conf", ".properties": "ini", ".env": "dotenv",
+    ".conf": "conf", ".properties": "ini", ".env": "dotenv", ".tpl": "gotmpl", ".gotmpl": "gotmpl",
 }  # fmt: skip
 LANGUAGE_BY_NAME = {
     "makefile": "make", "gnumakefile": "make", "dockerfile": "dockerfile", "rakefile": "ruby",
@@ -43,7 +43,8 @@ LANGUAGE_BY_NAME = {
 }  # fmt: skip
 CONFIG_LANGUAGES = {"yaml", "toml", "json", "hcl", "xml", "ini", "conf", "dotenv"}
 _PROSE_EXT = {".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".org", ".html", ".htm",
-              ".ipynb", ".tex", ".pod", ".rdoc", ".textile", ".1", ".5", ".8"}  # fmt: skip
+              ".ipynb", ".tex", ".pod", ".rdoc", ".textile", ".1", ".5", ".8", ".texi",
+              ".texinfo", ".po", ".pot"}  # fmt: skip
 
 # Path rules, after GitHub linguist's vendor.yml, documentation.yml, test.yml and generated.rb.
 _VENDORED = re.compile(
@@ -55,16 +56,16 @@ _VENDORED = re.compile(
 _GENERATED = re.compile(
     r"(\.|-)min\.(js|css)$|\.(js|css)\.map$|_pb2(_grpc)?\.pyi?$|\.pb\.(go|cc|h|c)$|"
     r"_pb\.(rb|js|ts)$|\.pbobjc\.[hm]$|\.designer\.cs$|\.g\.(dart|cs)$|\.generated\.\w+$|"
-    r"(^|/)(__generated__|generated)/|(^|/)(package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|"
+    r"(^|/)(__generated__|generated)/|\.abilist$|(^|/)(package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|"
     r"pnpm-lock\.yaml|poetry\.lock|[Cc]argo\.lock|go\.sum|[Gg]opkg\.lock|composer\.lock|"
     r"[Gg]emfile\.lock|[Pp]ipfile\.lock|uv\.lock|flake\.lock|pdm\.lock|bun\.lockb)$"
 )
 _DOCS_DIR = re.compile(
-    r"^[Dd]ocs?/|(^|/)([Dd]ocumentation|[Jj]avadoc|[Gg]roovydoc)/|^[Mm]an/|^[Ee]xamples?/|"
+    r"^[Dd]ocs?/|(^|/)[Cc]hange[Ll]og[^/]*/|(^|/)([Dd]ocumentation|[Jj]avadoc|[Gg]roovydoc)/|^[Mm]an/|^[Ee]xamples?/|"
     r"^[Dd]emos?/|^[Ss]amples?/|(^|/)inst/doc/|(^|/)docs?/_?(build|themes?|templates?|static)/"
 )
 _DOCS_NAME = re.compile(
-    r"^(README|[Rr]eadme|CHANGE(S|LOG)?|[Cc]hangelog|CONTRIBUTING|COPYING|INSTALL|"
+    r"^(README|[Rr]eadme|CHANGE(S|LOG)?|[Cc]hange[Ll]og|CONTRIBUTING|COPYING|INSTALL|"
     r"LICEN[CS]E|[Ll]icen[cs]e|NOTICE|AUTHORS|HISTORY|NEWS|CITATION)(\.|$)"
 )
 _TEST_DIR = re.compile(
@@ -73,7 +74,7 @@ _TEST_DIR = re.compile(
 )
 _TEST_NAME = re.compile(
     r"^(test_.*\.py|.*_test\.(py|go|rb|c|cc|cpp|rs|exs?)|conftest\.py|.*\.(test|spec)\.[jt]sx?|"
-    r".*_spec\.rb|.*Tests?\.(java|cs|kt|scala|swift|php)|.*IT\.java|test-.*\.sh)$"
+    r".*_spec\.rb|.*Tests?\.(java|cs|kt|scala|swift|php)|.*IT\.java|test-.*\.sh|tst-.*)$"
 )
 
 
@@ -130,10 +131,14 @@ def says_generated(head: list[str]) -> bool:
 
 
 _CPP_MARK = re.compile(r"^\s*(class|namespace|template\s*<|using\s+namespace|public:|private:)\b")
+_CHART_TEMPLATE = re.compile(r"(^|/)templates/(.*/)?[^/]+\.(ya?ml|txt)$")
 
 
-def refine_language(language: str | None, lines: list[str]) -> str | None:
-    """A `.h` header is C++ when its first lines say so (a class, a namespace, a template)."""
+def refine_language(language: str | None, lines: list[str], path: str = "") -> str | None:
+    """What the first lines say: a `.h` header is C++ when it has a class, a namespace or a
+    template; a chart's `templates/*.yaml` or `NOTES.txt` with `{{ }}` actions is a Go template."""
     if language == "c" and any(_CPP_MARK.match(line) for line in lines[:400]):
         return "cpp"
+    if _CHART_TEMPLATE.search(path) and any("{{" in line for line in lines[:400]):
+        return "gotmpl-yaml" if language == "yaml" else "gotmpl"
     return language

@@ -273,6 +273,12 @@ CALLS = _f(
     "nullsafe_member_call_expression", "macro_invocation", "command", "new_expression",
     "object_creation_expression",
 )  # fmt: skip
+# Statements that set a value; a match inside one (not in a call's arguments) is a write.
+ASSIGNMENTS = _f(
+    "assignment", "augmented_assignment", "assignment_expression",
+    "augmented_assignment_expression", "compound_assignment_expr", "assignment_statement",
+    "short_var_declaration", "init_declarator", "operator_assignment", "update_expression",
+)  # fmt: skip
 CALLEE_FIELDS = ("function", "method", "name", "macro", "constructor", "type")
 NAMES = _f(
     "identifier", "field_identifier", "type_identifier", "property_identifier", "constant",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 _WORD_CHAR = re.compile(r"\w")
@@ -144,11 +144,17 @@ class Pattern:
 
     @cached_property
     def plain_words(self) -> list[str]:
-        """The words when every alternative is a plain word (`redis`, `redis|memcached`), else []."""
+        """The alternatives that are plain words: `redis`, both of `redis|memcached`, and
+        `_IO_cleanup` in `_IO_cleanup|lock\\(`."""
+        return [a for a in self.alternatives if _PLAIN_WORD.fullmatch(a)]
+
+    def plain_word_of(self, alternative: int | None) -> str | None:
+        """The plain word a hit of this alternative matched (None for a regex alternative)."""
         alts = self.alternatives
-        if all(_PLAIN_WORD.fullmatch(a) for a in alts):
-            return alts
-        return []
+        word = alts[0] if alternative is None and len(alts) == 1 else None
+        if alternative is not None and 0 <= alternative < len(alts):
+            word = alts[alternative]
+        return word if word is not None and _PLAIN_WORD.fullmatch(word) else None
 
     def spans(self, text: str, limit: int = 4) -> list[tuple[int, int]]:
         """Where the pattern matched in one line (Python's reading), at most `limit` spans."""
@@ -177,12 +183,30 @@ class Pattern:
         return None if best is None else best[1]
 
 
-def word_fit(text: str, start: int, end: int) -> str:
+@lru_cache(maxsize=256)
+def is_identifier(word: str) -> bool:
+    """A word that is a name on its own (`_IO_cleanup`, `commonEnv`), not a plain English word:
+    `_IO_cleanup_region_start` is another name, while `redis_client` is about redis."""
+    return (
+        "_" in word.strip("_") or word.startswith("_") or re.search(r"[a-z][A-Z]", word) is not None
+    )
+
+
+def word_fit(text: str, start: int, end: int, *, identifier: bool = False) -> str:
     """'whole' for a whole word, 'part' for a part of an identifier (snake_case, camelCase),
-    'edge' when it starts or ends a longer word ('redis' in 'redistribute', a stem), 'inside'
-    when it sits within one ('edis' in 'redistribute')."""
+    'edge' when it starts or ends a longer word ('redis' in 'redistribute', a stem, or an
+    identifier in a longer one), 'inside' when it sits within one ('edis' in 'redistribute')."""
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
+    if identifier:
+        # a name grown on the right is another name (`_IO_cleanup_region_start`); one with a
+        # prefix at a boundary is often about it (`freeClusterNode`, `do_set_arena_max`)
+        left_whole = not _WORD_CHAR.match(before)
+        right_whole = not _WORD_CHAR.match(after)
+        prefixed = before == "_" or (before.islower() and text[start : start + 1].isupper())
+        if right_whole:
+            return "whole" if left_whole else "part" if prefixed else "edge"
+        return "edge" if left_whole or prefixed else "inside"
     first = text[start : start + 1]
     last = text[end - 1 : end]
     left_whole = not _WORD_CHAR.match(before)

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path
 from codeask.pathglob import GlobError, parse_glob, select
+from codeask.search import elsewhere
+from codeask.search.elsewhere import Lookup, Tally
 from codeask.search.filekinds import file_kind, language_of
-from codeask.search.patterns import Pattern, word_fit
+from codeask.search.patterns import Pattern, is_identifier, word_fit
 from codeask.search.ranking import file_score, guess_kind, hit_score
 from codeask.search.ripgrep import MAX_FILESIZE, RawMatch, RgRun, run_rg
 from codeask.snapshot import Snapshot, is_binary
 
 RAW_MATCH_CAP = 2500  # matches read from rg before it is stopped; ranking happens within these
 LARGE_PROBED = 8  # files over the size limit searched for their first match, per search
+# The extra runs (outside a filter, near misses, a definition's uses) only add notes: each is
+# given a short deadline of its own, so a search costs at most its timeout plus this.
+EXTRA_TIMEOUT_S = 2.0
 
 
 @dataclass(eq=False)
@@ -28,6 +33,12 @@ class Hit:
     kind: str  # definition, call, reference, import, string, comment (a guess until parsed)
     spans: list[tuple[int, int]] = field(default_factory=list)
     fit: str = "whole"  # whole word, part of an identifier, or inside a longer word
+
+    @property
+    def in_longer_word(self) -> bool:
+        """The plain word matched only inside a longer one ('redis' in 'redistribute')."""
+        return self.fit in ("edge", "inside")
+
     alternative: int | None = None  # which top-level alternative of the pattern matched
     exact_case: bool = True
 
@@ -44,11 +55,6 @@ class FileHits:
     hits: list[Hit] = field(default_factory=list)  # best first
     score: float = 0.0
     parsed: bool = False  # hit kinds come from the parser, not from a guess
-
-    @property
-    def only_inside_words(self) -> bool:
-        """Every hit sits inside a longer word ('redis' in 'redistribute')."""
-        return all(h.fit in ("edge", "inside") for h in self.hits)
 
     def rescore(self) -> None:
         for h in self.hits:
@@ -86,6 +92,9 @@ class SearchOutcome:
     plain_words: list[str] = field(default_factory=list)
     large: list[LargeFile] = field(default_factory=list)
     size_limit: int = MAX_FILESIZE
+    outside: Tally | None = None  # matches the path or glob left out
+    near_misses: list[Tally] = field(default_factory=list)  # for no match: each word alone
+    lookup: Lookup | None = field(default=None, repr=False, compare=False)  # rg over everything
 
     @property
     def total_files(self) -> int:
@@ -187,60 +196,91 @@ def search(
                       ignore_case=ignore_case, max_matches=cap, timeout_s=left,
                       max_filesize=max_filesize)  # fmt: skip
 
+    extra_timeout = min(timeout_s, EXTRA_TIMEOUT_S)
+
+    def rg_all(text: str, ignore_case: bool, cap: int) -> tuple[list[RawMatch], bool]:
+        r = run_rg(rg, snapshot.root, text, globs=snapshot.deny.rg_globs(), extra_args=extra,
+                   ignore_case=ignore_case, max_matches=cap, timeout_s=extra_timeout,
+                   max_filesize=max_filesize)  # fmt: skip
+        kept = [m for m in r.matches if not snapshot.deny.is_denied(m.path)]
+        return kept, r.stopped_early or r.timed_out
+
     # A capital letter makes rg's smart case sensitive, and code spells one name in several cases
     # (`ClusterNode` and the `clusterNode` struct, `maxTasksPerChild` and `maxtasksperchild`).
     # Measured on three repos, rg costs the same either way, so one case-insensitive run finds
     # both and the exact-case hits are ranked first; only a flood also gets a case-sensitive run
     # so that no exact hit is lost to the cap.
     both_cases = not pat.ignore_case and not pat.has_inline_case_flag and pat.compiled is not None
-    run = rg_run(pattern, pat.ignore_case or both_cases, max_matches)
-    matches = run.matches
-    if run.stopped_early and len(pat.alternatives) > 1:
-        # A common alternative filled the cap before rg reached the rare one: each gets its own run.
-        share = max(200, max_matches // len(pat.alternatives))
-        with ThreadPoolExecutor(max_workers=min(4, len(pat.alternatives))) as pool:
+    pool = ThreadPoolExecutor(max_workers=4)
+    try:
+        # A filtered search also counts what its filter left out, in parallel with it: the one
+        # call site outside `malloc/` is the one a "how does X reach Y" answer misses.
+        unfiltered = (
+            pool.submit(rg_all, pattern, pat.ignore_case or both_cases, elsewhere.OUTSIDE_CAP)
+            if glob or path
+            else None
+        )
+        run = rg_run(pattern, pat.ignore_case or both_cases, max_matches)
+        matches = run.matches
+        if run.stopped_early and len(pat.alternatives) > 1:
+            # A common alternative filled the cap before rg reached the rare one: each gets its own run.
+            share = max(200, max_matches // len(pat.alternatives))
             runs = list(
                 pool.map(
                     lambda a: rg_run(a, pat.ignore_case or both_cases, share), pat.alternatives
                 )
             )
-        matches = _merge([m for r in runs for m in r.matches])
-        run.timed_out = run.timed_out or any(r.timed_out for r in runs)
-        run.stopped_early = any(r.stopped_early for r in runs)
-    if both_cases and run.stopped_early:
-        exact_run = rg_run(pattern, False, max_matches)
-        matches = _merge(exact_run.matches + matches)
-    exact = pat.compiled
-    differ = 0 if not both_cases else sum(1 for m in matches if exact and not exact.search(m.text))
-    outcome = SearchOutcome(
-        pattern=pattern,
-        glob=glob,
-        path=rel_path,
-        files=[],
-        total_matches=0,
-        stopped_early=run.stopped_early,
-        timed_out=run.timed_out,
-        elapsed_ms=run.elapsed_ms,
-        path_is_file=bool(rel_path) and rel_path in snapshot.file_set,
-        ignore_case=pat.ignore_case,
-        case_differs=differ,
-        alternatives=pat.alternatives if len(pat.alternatives) > 1 else [],
-        plain_words=pat.plain_words,
-        size_limit=max_filesize,
-    )
-    outcome.large = _large_files(snapshot, rel_path, model_globs, max_filesize)
-    _probe(outcome.large, lambda big: rg_run(pattern, pat.ignore_case or both_cases, 1, big.path),
-           deadline)  # fmt: skip
-    outcome.files = _rank(snapshot, pat, matches, both_cases)
-    outcome.total_matches = sum(len(f.hits) for f in outcome.files)
-    if outcome.alternatives:
-        counts = [0] * len(outcome.alternatives)
-        for f in outcome.files:
-            for h in f.hits:
-                if h.alternative is not None:
-                    counts[h.alternative] += 1
-        outcome.alternative_counts = counts
-    return outcome
+            matches = _merge([m for r in runs for m in r.matches])
+            run.timed_out = run.timed_out or any(r.timed_out for r in runs)
+            run.stopped_early = any(r.stopped_early for r in runs)
+        if both_cases and run.stopped_early:
+            exact_run = rg_run(pattern, False, max_matches)
+            matches = _merge(exact_run.matches + matches)
+        exact = pat.compiled
+        differ = (
+            0 if not both_cases else sum(1 for m in matches if exact and not exact.search(m.text))
+        )
+        outcome = SearchOutcome(
+            pattern=pattern,
+            glob=glob,
+            path=rel_path,
+            files=[],
+            total_matches=0,
+            stopped_early=run.stopped_early,
+            timed_out=run.timed_out,
+            elapsed_ms=run.elapsed_ms,
+            path_is_file=bool(rel_path) and rel_path in snapshot.file_set,
+            ignore_case=pat.ignore_case,
+            case_differs=differ,
+            alternatives=pat.alternatives if len(pat.alternatives) > 1 else [],
+            plain_words=pat.plain_words,
+            size_limit=max_filesize,
+        )
+        outcome.large = _large_files(snapshot, rel_path, model_globs, max_filesize)
+        _probe(outcome.large,
+               lambda big: rg_run(pattern, pat.ignore_case or both_cases, 1, big.path),
+               deadline)  # fmt: skip
+        outcome.files = _rank(snapshot, pat, matches, both_cases)
+        outcome.lookup = rg_all
+
+        def word_run(word: str, cap: int) -> tuple[list[RawMatch], bool]:
+            r = run_rg(rg, snapshot.root, word, target=target, globs=globs, ignore_case=True,
+                       max_matches=cap, timeout_s=extra_timeout,
+                       max_filesize=max_filesize)  # fmt: skip
+            return r.matches, r.stopped_early or r.timed_out
+
+        _note_elsewhere(outcome, matches, unfiltered, word_run if not run.timed_out else None, pool)
+        outcome.total_matches = sum(len(f.hits) for f in outcome.files)
+        if outcome.alternatives:
+            counts = [0] * len(outcome.alternatives)
+            for f in outcome.files:
+                for h in f.hits:
+                    if h.alternative is not None:
+                        counts[h.alternative] += 1
+            outcome.alternative_counts = counts
+        return outcome
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _large_files(
@@ -266,6 +306,21 @@ def _probe(large: list[LargeFile], run: Callable[[LargeFile], RgRun], deadline: 
         probe = run(big)
         big.searched = not probe.timed_out
         big.first_line = probe.matches[0].line if probe.matches else None
+
+
+def _note_elsewhere(
+    outcome: SearchOutcome,
+    matches: list[RawMatch],
+    unfiltered: Future[tuple[list[RawMatch], bool]] | None,
+    word_run: Callable[[str, int], tuple[list[RawMatch], bool]] | None,
+    pool: ThreadPoolExecutor,
+) -> None:
+    """What the matches leave out: those outside the filter, and for none, each word alone."""
+    if unfiltered is not None:
+        everywhere, capped = unfiltered.result()
+        outcome.outside = elsewhere.outside(everywhere, capped, {(m.path, m.line) for m in matches})
+    if not matches and word_run is not None:
+        outcome.near_misses = elsewhere.near_misses(word_run, outcome.pattern, pool)
 
 
 def _merge(matches: list[RawMatch]) -> list[RawMatch]:
@@ -296,10 +351,14 @@ def _rank(
         if fh is None:
             continue
         spans = (pat if exact else insensitive).spans(m.text)
-        fit = _best_fit(m.text, spans) if pat.plain_words else "whole"
+        alternative = pat.alternative_of(m.text)
+        word = pat.plain_word_of(alternative)
+        fit = _best_fit(m.text, spans, word) if word else "whole"
+        kind = guess_kind(m.text, fh.language, spans)
+        if kind == "definition" and fh.kind == "docs":
+            kind = "reference"  # `PGPASSWORD=…` in a README is an example, not a definition
         fh.hits.append(
-            Hit(m.line, m.text, 0.0, guess_kind(m.text, fh.language), spans, fit,
-                pat.alternative_of(m.text), exact)
+            Hit(m.line, m.text, 0.0, kind, spans, fit, alternative, exact)
         )  # fmt: skip
     kept = [fh for fh in by_file.values() if fh is not None]
     for fh in kept:
@@ -307,8 +366,10 @@ def _rank(
     return sorted(kept, key=lambda f: (-f.score, f.path))
 
 
-def _best_fit(text: str, spans: list[tuple[int, int]]) -> str:
-    fits = {word_fit(text, a, b) for a, b in spans}
+def _best_fit(text: str, spans: list[tuple[int, int]], word: str) -> str:
+    identifier = is_identifier(word)
+    mine = [(a, b) for a, b in spans if text[a:b].lower() == word.lower()] or spans
+    fits = {word_fit(text, a, b, identifier=identifier) for a, b in mine}
     for fit in ("whole", "part", "edge", "inside"):
         if fit in fits:
             return fit

@@ -14,17 +14,19 @@ from codeask.search.layout import (
     blank_between,
     clip,
 )
+from codeask.search.patterns import is_identifier
 from codeask.search.query import SearchOutcome
 
 MARKS = {
     "definition": "D",
+    "assignment": "=",
     "call": ">",
     "reference": ">",
     "import": "I",
     "string": "S",
     "comment": "#",
 }
-LEGEND = "D definition · > code · I import · S string · # comment"
+LEGEND = "D definition · = sets a value · > code · I import · S string · # comment"
 
 
 class Writer:
@@ -42,7 +44,13 @@ class Writer:
     def _file_block(self, f: ShownFile) -> str:
         n = len(f.fh.hits)
         kind = "" if f.fh.kind == "source" else f" [{f.fh.kind}]"
-        head = f"{display_path(f.fh.path)}{kind} — {n} match{'es' if n != 1 else ''}"
+        # a file's count is of the pattern's own case; other spellings are counted apart
+        other_case = sum(1 for h in f.fh.hits if not h.exact_case)
+        exact = n - other_case
+        count = exact or other_case
+        head = f"{display_path(f.fh.path)}{kind} — {count} match{'es' if count != 1 else ''}"
+        if other_case:
+            head += f" + {other_case} in another case" if exact else " in another case"
         if len(f.full) < n:
             head += f", {len(f.full)} shown" if f.full else ""
             head += f", {len(f.preview)} as previews" if f.preview else ""
@@ -72,11 +80,17 @@ class Writer:
                     out.append(f"{MARKS[h.kind]} {r:>{width}}  {text}")
                 else:
                     out.append(f"  {r:>{width}}  {clip(f.text(r), CONTEXT_CHARS)}")
+            end = f.cuts.get(group[-1])
+            if end is not None:
+                out.append(f"  {'⋮':>{width}}  [… the definition goes on to line {end}]")
+            out += [f"  {f.uses[r]}" for r in group if r in f.uses and r in hits]
         if f.preview:
             out.append("  more in this file, one line each:")
             for h in sorted(f.preview, key=lambda h: h.line):
-                text = " ".join(f.text(h.line, h.text).split())
-                out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {clip(text, PREVIEW_CHARS)}")
+                text = clip(" ".join(f.text(h.line, h.text).split()), PREVIEW_CHARS)
+                scope = f.short_label(h)
+                text += f"  — in {scope}" if scope else ""
+                out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {text}")
         counted = n - len(f.full) - len(f.preview)
         if counted:
             out.append(f"  … and {counted} more in this file (not shown)")
@@ -88,7 +102,7 @@ class Writer:
         full = sum(len(f.full) for f in self.layout.files)
         previews = sum(len(f.preview) for f in self.layout.files)
         total = o.total_matches
-        inside = sum(len(f.hits) for f in self.layout.inside)
+        inside = sum(len(hits) for _, hits in self.layout.inside)
         plus = "+" if o.stopped_early else ""
         head = (
             f"{total}{plus} {'match' if total == 1 else 'matches'} in {o.total_files}{plus} "
@@ -128,14 +142,9 @@ class Writer:
                 note += "; ignoring case finds no others."
             lines.append(note)
         if inside:
-            words = " or ".join(f"`{w}`" for w in o.plain_words)
-            examples = self._inside_examples()
-            hint = "|".join(o.plain_words)
-            hint = f"\\b{hint}\\b" if len(o.plain_words) == 1 else f"\\b({hint})\\b"
-            lines.append(
-                f"Not shown: {inside} matches in {len(self.layout.inside)} files where {words} is only "
-                f"part of a longer word ({examples}); `{hint}` searches whole words only."
-            )
+            lines.append(self._inside_note(inside))
+        if o.outside is not None:
+            lines.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
         if shown_files:
             lines.append(f"Marks: {LEGEND}.")
         return "\n".join(lines)
@@ -151,20 +160,39 @@ class Writer:
                         return ", ".join(seen)
         return ", ".join(seen) or "…"
 
-    def _inside_examples(self) -> str:
-        seen: dict[str, None] = {}
-        for f in self.layout.inside:
-            for h in f.hits[:3]:
+    def _inside_note(self, inside: int) -> str:
+        """Where the word was only part of longer ones: the longer words, the files, a hint."""
+        o = self.o
+        words: dict[str, None] = {}
+        longer: dict[str, int] = {}
+        for _, hits in self.layout.inside:
+            for h in hits:
+                alts = o.alternatives or o.plain_words[:1]
+                words.setdefault(alts[h.alternative or 0] if alts else "", None)
                 for a, b in h.spans[:1]:
                     lo, hi = a, b
-                    while lo > 0 and h.text[lo - 1].isalnum():
+                    while lo > 0 and (h.text[lo - 1].isalnum() or h.text[lo - 1] == "_"):
                         lo -= 1
-                    while hi < len(h.text) and h.text[hi].isalnum():
+                    while hi < len(h.text) and (h.text[hi].isalnum() or h.text[hi] == "_"):
                         hi += 1
-                    seen[h.text[lo:hi].lower()] = None
-                if len(seen) >= 3:
-                    return ", ".join(seen)
-        return ", ".join(seen) or "…"
+                    name = h.text[lo:hi]
+                    name = name if is_identifier(name) else name.lower()
+                    longer[name] = longer.get(name, 0) + 1
+        plain = [w for w in words if w in o.plain_words] or o.plain_words
+        said = " or ".join(f"`{w}`" for w in plain)
+        examples = ", ".join(
+            f"{w} {n}" if n > 1 else w for w, n in sorted(longer.items(), key=lambda x: -x[1])[:3]
+        )
+        files = sorted(self.layout.inside, key=lambda fh: -len(fh[1]))
+        where = ", ".join(f"{display_path(f.path)} ({len(hits)})" for f, hits in files[:4])
+        if len(files) > 4:
+            where += f" and {len(files) - 4} more files"
+        hint = "|".join(plain)
+        hint = f"\\b{hint}\\b" if len(plain) == 1 else f"\\b({hint})\\b"
+        return (
+            f"Not shown: {inside} matches in {len(files)} files where {said} is only part of a "
+            f"longer word ({examples}): {where}; `{hint}` searches whole words only."
+        )
 
     def _tail(self) -> list[str]:
         rest = [f for f in self.layout.files if not f.full and not f.preview]
@@ -183,6 +211,41 @@ class Writer:
         if more:
             line += f", and {more} more files ({sum(len(f.fh.hits) for f in rest[len(names) :])} matches)"
         return [line + "."]
+
+
+def filter_text(o: SearchOutcome) -> str:
+    """The path and glob a search was limited to, as a note names them."""
+    parts = [f"glob {display_path(o.glob)}"] if o.glob else []
+    if o.path:
+        shown = display_path(o.path)
+        parts.append(shown if o.path_is_file else f"{shown}/")
+    return " and ".join(parts) or "the filter"
+
+
+def no_matches(o: SearchOutcome) -> str:
+    """A search that found nothing: where the pattern is outside the filter, how often each of
+    its words occurs alone (the quoted name was right, `include` was not), and the files too
+    large to search in full."""
+    large = o.large_note()
+    head = f"No matches for {o.describe()}"
+    if large:
+        head += f" in the files up to {o.size_limit / 1024 / 1024:g} MB"
+    out = [head + "."]
+    if o.outside is not None:
+        out.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
+    if o.near_misses:
+        out.append("Each word of the pattern searched alone (ignoring case):")
+        for t in o.near_misses:
+            if not t.matches:
+                out.append(f"- `{t.word}`: nowhere")
+            elif t.capped:
+                out.append(f"- `{t.word}`: {t.describe(where=False)}")  # too common to say where
+            else:
+                first = display_path(t.examples[0][0])
+                out.append(f"- `{t.word}`: {t.describe()}; e.g. {first}: `{t.sample}`")
+    if large:
+        out.append(large)
+    return "\n".join(out)
 
 
 def render(outcome: SearchOutcome, source: FileSource, budget: int = BUDGET) -> str:

@@ -9,10 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeask.search import heuristics, languages
-from codeask.search.languages import CALLEE_FIELDS, CALLS, CONTAINERS, FUNCTIONS, NAMES, STRINGS
+from codeask.search.gotemplate import TemplateSyntax
+from codeask.search.languages import (
+    ASSIGNMENTS,
+    CALLEE_FIELDS,
+    CALLS,
+    CONTAINERS,
+    FUNCTIONS,
+    NAMES,
+    STRINGS,
+)
 
 # What a hit is, best first: the order ranks hits within a file.
-KINDS = ("definition", "call", "reference", "import", "string", "comment")
+KINDS = ("definition", "assignment", "call", "reference", "import", "string", "comment")
 MAX_PARSE_BYTES = 1_500_000  # a bigger file (a bundle, a dump) is read with heuristics
 SLICE_BYTES = 96_000  # a bigger file is parsed only around its hits (where that is safe)
 SLICEABLE = frozenset({"c", "cpp", "go", "rust", "javascript", "typescript", "tsx"})
@@ -31,6 +40,10 @@ _NAMED_BY_PARENT = frozenset(
 _KEY_NODES = frozenset(
     {"block_mapping_pair", "flow_pair", "pair", "table", "table_array_element", "block",
      "attribute", "object_elem"}
+)  # fmt: skip
+_OPERATIONS = frozenset(
+    {"binary_expression", "binary_operator", "comparison_operator", "boolean_operator",
+     "not_operator", "unary_expression", "conditional_expression", "ternary_expression"}
 )  # fmt: skip
 _NEEDS_BODY = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
@@ -52,6 +65,7 @@ class HitInfo:
     whole: tuple[int, int] | None = None  # 1-based rows of the definition this line defines
     header_end: int | None = None  # last row of that definition's signature
     extent: tuple[int, int] | None = None  # 1-based rows of the innermost enclosing scope
+    defines: str | None = None  # the name a definition hit defines
 
 
 @dataclass
@@ -93,6 +107,11 @@ class FileSyntax:
         )
         if self.grammar is not None:
             self.rules = languages.RULES[self.grammar]
+        self.template = (
+            TemplateSyntax(lines, yaml=language == "gotmpl-yaml")
+            if language in ("gotmpl", "gotmpl-yaml") and size <= MAX_PARSE_BYTES
+            else None
+        )
         # A big file in a language whose top-level definitions start at column 0 is parsed only
         # around its hits: the other lines are blanked, so rows stay true and parsing is quick.
         self.sliced = slicing and self.grammar in SLICEABLE and size > SLICE_BYTES
@@ -105,7 +124,8 @@ class FileSyntax:
 
     @property
     def parsed(self) -> bool:
-        return self.grammar is not None
+        """The hit kinds come from a parser (a grammar, or the template scanner), not a guess."""
+        return self.grammar is not None or self.template is not None
 
     def prepare(self, line_nos: list[int]) -> None:
         """Make sure the structure around these lines is parsed (one parse for many hits)."""
@@ -154,6 +174,11 @@ class FileSyntax:
         """Kind, scope chain, and what the line defines, for a hit at `line_no` matching at `spans`."""
         if not 1 <= line_no <= len(self.lines):
             return HitInfo()
+        if self.template is not None:
+            t = self.template.info(line_no, spans)
+            header_end = t.whole[0] if t.whole else None
+            return HitInfo(t.kind, t.scope, whole=t.whole, header_end=header_end, extent=t.extent,
+                           defines=t.defines)  # fmt: skip
         if self.grammar is None:
             return self._heuristic_info(line_no)
         with self._lock:
@@ -174,6 +199,8 @@ class FileSyntax:
 
     def context(self, line_no: int, spans: list[tuple[int, int]]) -> Context:
         """The statement around a hit, the blocks it sits in, and where its names were assigned."""
+        if self.template is not None and 1 <= line_no <= len(self.lines):
+            return Context(headers=self.template.headers(line_no)[:3])
         if self.grammar is None or self.config or not 1 <= line_no <= len(self.lines):
             return Context()
         with self._lock:
@@ -207,6 +234,26 @@ class FileSyntax:
             out.assignments = self._assignments(stmt, row, function)
         return out
 
+    def macro_definition(self, name: str) -> tuple[int, int] | None:
+        """The rows of this file's `#define name(…)`: a top-level `name (x, y)` line (glibc's
+        `TUNABLE_CALLBACK_FNDECL (set_arena_max, size_t)`) means what that macro expands to."""
+        if self.grammar not in ("c", "cpp"):
+            return None
+        with self._lock:
+            for i, line in enumerate(self.lines):
+                s = line.lstrip()
+                if not (s.startswith("#") and name in s and "define" in s):
+                    continue
+                self.prepare([i + 1])
+                col = len(line.encode("utf-8", "replace")) - len(s.encode("utf-8", "replace"))
+                node = self.tree.root_node.named_descendant_for_point_range((i, col), (i, col))
+                while node is not None and node.type != "preproc_function_def":
+                    node = node.parent
+                name_node = node.child_by_field_name("name") if node is not None else None
+                if name_node is not None and self._text(name_node) == name:
+                    return node.start_point.row + 1, _end_row(node) + 1
+        return None
+
     # -- internals -------------------------------------------------------------------------------
 
     def _node_at(self, line_no: int, span: tuple[int, int] | None) -> tuple[Any, tuple[int, int]]:
@@ -235,6 +282,7 @@ class FileSyntax:
             if n.type in CALLS and not walk.flags & {"call", "string", "comment"}:
                 if _callee_contains(n, row, c0):
                     walk.flags.add("call")
+            self._note_assignment(walk, n)
             self._note_scope(walk, n)
             below, n = n, n.parent
         return self._conclude(walk)
@@ -254,6 +302,28 @@ class FileSyntax:
         ):
             walk.flags.add("import")  # also `const express = require("express")`
 
+    @staticmethod
+    def _note_assignment(walk: _Walk, n: Any) -> None:
+        """The match is in a statement that sets a value (`fp->_flags |= _IO_LINE_BUF`,
+        `self.timeout = timeout`), not passed to a call or tested: a writer ranks above readers."""
+        t = n.type
+        if "statement_done" in walk.flags:
+            return
+        if t in CALLS:
+            walk.flags.add("statement_done")  # an argument: `f(FLAG)`, `x = f(FLAG)`
+        elif t in _OPERATIONS:
+            op = n.child_by_field_name("operator")
+            if op is None or op.type not in ("|", "+"):
+                walk.flags.add("operand")  # `x = fp->_flags & FLAG` reads FLAG
+        elif t in ASSIGNMENTS:
+            op = n.child_by_field_name("operator")
+            compound = "augmented" in t or "compound" in t or (op is not None and op.type != "=")
+            if compound or "operand" not in walk.flags:
+                walk.flags.add("assignment")  # `flags |= FLAG`, `flags &= ~FLAG`, `x = FLAG`
+            walk.flags.add("statement_done")
+        elif t in CONTAINERS or t in FUNCTIONS or t.endswith(("_statement", "_clause")):
+            walk.flags.add("statement_done")
+
     def _note_scope(self, walk: _Walk, n: Any) -> None:
         """An enclosing definition joins the chain; one whose name the hit matched is defined here."""
         t = n.type
@@ -268,6 +338,7 @@ class FileSyntax:
         if not is_scope and self._inside_function(n):
             return  # a local variable, not a definition anyone would look for
         walk.flags.add("definition")
+        walk.info.defines = self._text(name)
         walk.info.whole = (_start_row(n) + 1, _end_row(n) + 1)
         walk.info.header_end = self._header_end(n) + 1
         if walk.chain and walk.chain[-1] is n:
@@ -276,7 +347,11 @@ class FileSyntax:
     def _conclude(self, walk: _Walk) -> HitInfo:
         info, chain = walk.info, walk.chain
         info.kind = next(
-            (k for k in ("comment", "import", "definition", "string", "call") if k in walk.flags),
+            (
+                k
+                for k in ("comment", "import", "definition", "string", "call", "assignment")
+                if k in walk.flags
+            ),
             "reference",
         )
         info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
