@@ -74,9 +74,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-# Search-only quality on every set (bench/eval, and the hard and easy tuning sets in
-# /work/corpora, see bench/tuning/README.md) beside a naive grep baseline; without the corpora it
-# says so and measures bench/eval alone.
+# Search-only quality on every set (bench/eval; the tuning and independent sets in /work/corpora,
+# see bench/tuning/README.md) beside a naive grep baseline; a set whose corpora are missing is
+# skipped with a note.
 bench-tuning: $(STAMP)
 	$(BIN)/python bench/run.py --tuning
 

@@ -121,13 +121,7 @@ TUNING = "--tuning" in sys.argv
 
 def quality_rows(search_quality, sets: list[str]) -> list[dict]:
     """Search-only top-3 file and line hits per set, beside the naive grep baseline run alongside."""
-    cases = search_quality.eval_cases() if "eval" in sets else []
-    if "tuning" in sets:
-        why = search_quality.corpora_present()
-        if why:
-            print(f"skipped the tuning set: {why}", file=sys.stderr)
-        else:
-            cases += search_quality.tuning_cases()
+    cases = search_quality.cases_for(sets)
     out = []
     for r in search_quality.summarise(search_quality.run(cases)):
         out.append({"name": f"search-only top-3 line / file on {r['set']} ({r['split']}, "
@@ -152,7 +146,7 @@ def main() -> None:
     if TUNING:
         import search_quality
 
-        report(quality_rows(search_quality, ["eval", "tuning"]))
+        report(quality_rows(search_quality, ["eval", "tuning", "independent"]))
         return
     tree = make_corpus(OUT / "corpus10k")
     print(f"corpus: {tree} ({sum(1 for _ in tree.rglob('*.py'))} files)", file=sys.stderr)

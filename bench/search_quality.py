@@ -1,10 +1,11 @@
 """Search-only quality on questions with known answers, beside a naive grep baseline run on the same trees.
 
-Sets: `bench/eval/` (pytest, pip; pip-installed, so they run everywhere) and, when the tuning
-corpora are in /work/corpora, `bench/tuning/` (hard and easy). The ranking was tuned on pytest and
-on half of the hard set (`split`); pip and the other half are held out and reported apart.
+Sets: `bench/eval/` (pytest, pip; pip-installed, so they run everywhere) and, when the corpora
+are in /work/corpora, `bench/tuning/` (hard and easy) and `bench/tuning/independent/`. The ranking
+was tuned on pytest and on half of the hard set (`split`); pip, the other half and the independent
+set are held out and reported apart (-v never lists the independent set's cases).
 
-    python bench/search_quality.py [--sets eval,tuning] [-v] [--json]
+    python bench/search_quality.py [--sets eval,tuning,independent] [-v] [--json]
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ LINE_TOLERANCE = 15  # as `codeask eval`: a citation this close points at the sa
 TOP = 3
 CORPORA_ROOT = Path(os.environ.get("CODEASK_CORPORA", "/work/corpora"))
 TUNING = ("glibc", "pylint", "charts")
+INDEPENDENT = ("git", "ansible", "slack-sdk")  # never tuned on: measured, never read case by case
 
 # The naive baseline's own stop list (plain English), so that it does not move with the ranker's.
 _ENGLISH_STOP = set(
@@ -130,17 +132,43 @@ def tuning_cases() -> list[Case]:
     return out
 
 
-def corpora_present() -> str | None:
-    """None when every tuning corpus is in place, else why not."""
-    missing = [n for n in TUNING if not (CORPORA_ROOT / n / ".git").exists()]
+def independent_cases() -> list[Case]:
+    """The independent check (bench/tuning/independent/): held out from tuning, hard and easy."""
+    out = []
+    for name in ("hard", "easy"):
+        for raw in _read(HERE / "tuning" / "independent" / f"{name}.jsonl"):
+            out.append(Case(raw["id"], raw["repo"], raw["question"], raw["expected"],
+                            f"independent {name}", "held-out", raw.get("kind", "")))  # fmt: skip
+    return out
+
+
+def corpora_present(names: tuple[str, ...] = TUNING) -> str | None:
+    """None when every named corpus is in place, else why not."""
+    missing = [n for n in names if not (CORPORA_ROOT / n / ".git").exists()]
     if missing:
         return (f"tuning corpora not found under {CORPORA_ROOT} ({', '.join(missing)}); "
                 "`python3 bench/tuning/corpora.py --create` builds them")  # fmt: skip
     return None
 
 
+def cases_for(sets: list[str]) -> list[Case]:
+    """The cases of the named sets (eval, tuning, independent); a set whose corpora are missing is
+    skipped with a note on stderr."""
+    cases = eval_cases() if "eval" in sets else []
+    for name, names, read in (("tuning", TUNING, tuning_cases),
+                              ("independent", INDEPENDENT, independent_cases)):  # fmt: skip
+        if name not in sets:
+            continue
+        why = corpora_present(names)
+        if why:
+            print(f"skipped the {name} set: {why}", file=sys.stderr)
+        else:
+            cases += read()
+    return cases
+
+
 def repo_path(name: str) -> Path:
-    if name in TUNING:
+    if name in TUNING + INDEPENDENT:
         return CORPORA_ROOT / name
     import eval_search_only
 
@@ -266,7 +294,7 @@ def summarise(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="eval,tuning")
+    ap.add_argument("--sets", default="eval,tuning,independent")
     ap.add_argument("-v", action="store_true", help="list each tuned-on case that missed")
     ap.add_argument("--all", action="store_true", help="with -v, held-out cases too")
     ap.add_argument("--only", help="comma-separated case ids")
@@ -275,16 +303,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--unindexed", action="store_true", help="as first questions that cannot wait")
     args = ap.parse_args()
-    sets = args.sets.split(",")
-    cases: list[Case] = []
-    if "eval" in sets:
-        cases += eval_cases()
-    if "tuning" in sets:
-        why = corpora_present()
-        if why:
-            print(f"skipped the tuning set: {why}", file=sys.stderr)
-        else:
-            cases += tuning_cases()
+    cases = cases_for(args.sets.split(","))
     if args.tuned:
         cases = [c for c in cases if c.split == "tuned"]
     if args.only:
@@ -302,7 +321,7 @@ def main() -> None:
     if args.v:
         for row in results["cases"]:
             c, ours = row["case"], row["ours"]
-            if c.split == "held-out" and not args.all:
+            if c.split == "held-out" and not args.all or c.set.startswith("independent"):
                 continue
             mark = "✓" if ours.line_top3 else ("~" if ours.file_top3 else "✗")
             print(f"{mark} {c.id} [{c.set}/{c.split}] {row['seconds'] * 1000:.0f} ms")
