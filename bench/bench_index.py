@@ -15,7 +15,7 @@ from codeask.mirror.materialise import materialise, remove_tree, tree_blobs
 from codeask.search import definitions, index_build, languages
 from codeask.search.definition_index import WAIT_S, DefinitionIndex
 from codeask.search.filekinds import language_of, refine_language
-from codeask.search.vocabulary import synonyms, tokens
+from codeask.search_only import question_groups
 from codeask.snapshot import RepoRef, Snapshot
 
 REPEATS = 3
@@ -129,8 +129,8 @@ def run(tree: Path) -> list[dict]:
         assert index is not None
         lat = []
         for q in QUESTIONS * 3:
-            groups = [((w,), 1.0) for w in tokens(q)]
-            groups += [(synonyms(w), 0.5) for w in tokens(q) if synonyms(w)]
+            # the groups a search-only answer sends: the question's content words and synonyms
+            groups = [(words, weight) for words, weight, _ in question_groups(q)]
             t = time.perf_counter()
             index.search(groups)
             lat.append((time.perf_counter() - t) * 1000)
