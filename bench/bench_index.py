@@ -11,7 +11,7 @@ from pathlib import Path
 import pygit2
 
 from codeask.denylist import DenyList
-from codeask.mirror.materialise import materialise, remove_tree, tree_blobs
+from codeask.mirror.materialise import View, materialise, remove_tree, tree_blobs
 from codeask.search import definitions, index_build, languages
 from codeask.search.definition_index import WAIT_S, DefinitionIndex
 from codeask.search.filekinds import language_of, refine_language
@@ -32,7 +32,7 @@ QUESTIONS = [
 def _snapshot(repo: pygit2.Repository, sha: str, where: Path) -> tuple[Snapshot, float, float]:
     """The commit written as a snapshot; wall and CPU seconds of the writing."""
     t, c = time.perf_counter(), time.process_time()
-    listing = materialise(repo, sha, where, DenyList())
+    listing = materialise(repo, sha, where, View(DenyList()))
     write_s, write_cpu = time.perf_counter() - t, time.process_time() - c
     snap = Snapshot(where, sha, RepoRef("corpus", str(where)))
     snap.seed_files(listing)
@@ -45,7 +45,7 @@ def _build(
     """The index built as a first question builds it, blob ids read from the commit's trees
     included; wall and CPU seconds."""
     t, c = time.perf_counter(), time.process_time()
-    snap.blobs = tree_blobs(repo, snap.sha, DenyList())
+    snap.blobs = tree_blobs(repo, snap.sha, View(DenyList()))
     _, stats = index_build.build(snap, target)
     return stats, time.perf_counter() - t, time.process_time() - c
 
