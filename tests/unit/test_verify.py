@@ -373,3 +373,20 @@ def test_a_large_tree_and_a_long_answer_have_every_mention_judged(tmp_path: Path
     # Then every mention is judged, and only the missing path is unverified
     assert len(v.mentions) == 4 * (4096 // len(sentence))
     assert {m.path for m in v.unverified} == {"nope/missing.py"}
+
+
+@pytest.mark.parametrize("body", ["a = 1\nb = 2\nc = 3", "only line", "x\n\ny"])
+def test_the_last_line_of_a_file_without_a_final_newline_can_be_cited(
+    tmp_path: Path, body: str
+) -> None:
+    # Given a file whose last line has no newline after it
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "tail.py").write_text(body)
+    snap = Snapshot(tmp_path, SHA, RepoRef("billing", "https://github.com/acme/billing.git"))
+    last = body.count("\n") + 1
+    # When an answer cites that last line, and the line after it
+    v = verify_answer(f"See `src/tail.py:{last}` and `src/tail.py:{last + 1}`.", snap)
+    # Then the last line verifies and the one after it is past the end
+    assert [(m.start_line, m.verified) for m in v.mentions] == [(last, True), (last + 1, False)]
+    lines = "1 line" if last == 1 else f"{last} lines"
+    assert v.mentions[1].reason == f"line {last + 1} is past the end (file has {lines})"
