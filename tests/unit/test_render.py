@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codeask.answer import Answer
 from codeask.botconfig import Refusal
 from codeask.mirror import StaleNote, UncommittedNote
 from codeask.render import (
+    BODY_BLOCK_CHARS,
     Failure,
     SlackMessage,
     neutralise,
@@ -22,6 +25,7 @@ from codeask.render import (
     render_failure,
     render_placeholder,
     render_progress,
+    split_body,
 )
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import verify_answer
@@ -538,3 +542,63 @@ def test_an_unknown_failure_kind_still_renders() -> None:
     msg = render_failure("something-new")
     assert msg.text
     assert_within_limits([msg])
+
+
+# --- properties: any mix of prose and fences ---------------------------------------------------
+
+_PROSE = st.text(
+    st.characters(codec="utf-8", exclude_characters="`~\n\r", exclude_categories=("Cs",)),
+    min_size=1,
+    max_size=400,
+)
+_CODE_LINE = st.text(
+    st.characters(codec="utf-8", exclude_characters="\n\r", exclude_categories=("Cs",)),
+    max_size=160,
+).filter(lambda ln: not ln.lstrip().startswith(("```", "~~~")))
+
+
+@st.composite
+def prose_and_fences(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """Markdown of paragraphs (some long, some with no space to cut at) and fenced code blocks,
+    and the code lines it holds, in order."""
+    parts: list[str] = []
+    code: list[str] = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["prose", "run", "code"]))
+        if kind == "prose":
+            parts.append(" ".join(draw(st.lists(_PROSE, min_size=1, max_size=20))))
+        elif kind == "run":
+            parts.append(draw(st.sampled_from("xé字")) * draw(st.integers(1, 7000)))
+        else:
+            lines = draw(st.lists(_CODE_LINE, max_size=60))
+            lines = lines * draw(st.integers(1, 5))  # now and then longer than one block
+            code += lines
+            lang = draw(st.sampled_from(["", "python", "ts"]))
+            parts.append("\n".join([f"```{lang}", *lines, "```"]))
+    return "\n\n".join(parts), code
+
+
+@settings(max_examples=60, deadline=None)
+@given(prose_and_fences())
+def test_splitting_loses_no_line_of_code_and_balances_every_piece(
+    doc: tuple[str, list[str]],
+) -> None:
+    text, code = doc
+    pieces = split_body(text)
+    assert all(0 < len(p) <= BODY_BLOCK_CHARS for p in pieces)
+    assert all(p.count("```") % 2 == 0 for p in pieces)
+    assert code_lines(pieces) == code
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(prose_and_fences())
+def test_any_answer_renders_within_slacks_limits(
+    make_answer: MakeAnswer, doc: tuple[str, list[str]]
+) -> None:
+    msgs = render_answer(make_answer(doc[0]))
+    assert_within_limits(msgs)
+    assert all(b.count("```") % 2 == 0 for b in markdown_texts(msgs))
