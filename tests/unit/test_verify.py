@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import Mention, Verification, verify_answer, warning_text
@@ -390,3 +392,48 @@ def test_the_last_line_of_a_file_without_a_final_newline_can_be_cited(
     assert [(m.start_line, m.verified) for m in v.mentions] == [(last, True), (last + 1, False)]
     lines = "1 line" if last == 1 else f"{last} lines"
     assert v.mentions[1].reason == f"line {last + 1} is past the end (file has {lines})"
+
+
+# --- property: every citation in arbitrary prose is found --------------------------------------
+
+_CITABLE = {p: n for p, n in TREE.items() if "/" in p and " " not in p and p not in (".env",)}
+_CITABLE.pop("deploy/prod.pem")
+_WORDS = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters="`/:#\\.<>"),
+    min_size=1,
+    max_size=12,
+)
+
+
+@st.composite
+def prose_with_citations(draw: st.DrawFn) -> tuple[str, list[tuple[str, int]]]:
+    """Words of any script with `path:line` citations of real files among them, bare or in
+    backticks, followed by ordinary punctuation."""
+    parts: list[str] = []
+    cited: list[tuple[str, int]] = []
+    for _ in range(draw(st.integers(1, 6))):
+        parts += draw(st.lists(_WORDS, max_size=8))
+        path = draw(st.sampled_from(sorted(_CITABLE)))
+        line = draw(st.integers(1, _CITABLE[path]))
+        mention = f"{path}:{line}"
+        parts.append(
+            draw(st.sampled_from([mention, f"`{mention}`", f"({mention})"]))
+            + draw(st.sampled_from(["", ",", ".", ";", "!"]))
+        )
+        cited.append((path, line))
+    parts += draw(st.lists(_WORDS, max_size=8))
+    return " ".join(parts), cited
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(doc=prose_with_citations())
+def test_every_citation_in_arbitrary_prose_is_found_and_verified(
+    snap: Snapshot, doc: tuple[str, list[tuple[str, int]]]
+) -> None:
+    text, cited = doc
+    v = verify_answer(text, snap)
+    found = [(m.path, m.start_line) for m in v.mentions]
+    assert found == cited
+    assert all(m.verified for m in v.mentions)
