@@ -8,6 +8,7 @@ import os
 import random
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,13 @@ def test_burst_with_faults_is_answered_exactly_once_each(stack: Stack) -> None:
     if report:
         Path(report).write_text(json.dumps(stats, indent=2) + "\n")
     assert (lost, doubled, not_answers) == ([], [], []), stats
+    # a re-answer edits the continuation messages an earlier attempt posted: never posts one twice
+    continuations = Counter(
+        (c.args["thread_ts"], m[0])
+        for c in stack.slack.calls_to("chat.postMessage")
+        if c.error is None and (m := CONTINUED.search(c.args.get("text", "")))
+    )
+    assert continuations and max(continuations.values()) == 1, continuations.most_common(3)
     # nothing the bot posted is anywhere but in an answer (no stray placeholder or stream)
     assert stats["bot_messages"] == replied > QUESTIONS, stats
     assert min(stats[k] for k in ("failed_enqueues", "duplicates_at_once", "crash_before_post",

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from codeask.pathglob import GlobError, parse_glob, select
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from conftest import examples
 
 RG = str(Path(sys.executable).parent / "rg")
 NAME_CHARS = "ab.c-é"
@@ -226,7 +227,7 @@ _GLOBS = st.builds(
 _PATHS = st.lists(st.text("ab.", min_size=1, max_size=3), min_size=1, max_size=5).map("/".join)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(_GLOBS, _PATHS)
 def test_glob_matching_agrees_with_a_reference_matcher(glob: str, path: str) -> None:
     try:
@@ -240,7 +241,7 @@ def test_glob_matching_agrees_with_a_reference_matcher(glob: str, path: str) -> 
 
 
 @pytest.mark.timeout(300)  # backtracking would hang here; the timeout is the check, not a stopwatch
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.builds(
         lambda parts, star: "".join(parts) + star,

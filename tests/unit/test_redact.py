@@ -22,6 +22,7 @@ from codeask.redact import (
     scan,
 )
 from codeask.redact.tokens import RULES
+from conftest import examples
 
 # Every fake secret is assembled at runtime so this file never holds a secret-shaped literal
 # that a CI secret scanner would (rightly) flag.
@@ -888,14 +889,14 @@ def text_with_secrets(draw: st.DrawFn) -> str:
     return "".join(p + s for p, s in zip(pieces, seps, strict=False))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text_with_secrets())
 def test_redaction_keeps_the_line_count_of_any_text(text: str) -> None:
     out, _ = scan(text)
     assert out.count("\n") == text.count("\n")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(text_with_secrets().map(lambda t: t.replace("\n", " ")), min_size=1, max_size=20),
        st.integers(1, 99_000))  # fmt: skip
 def test_redaction_keeps_every_line_number_of_numbered_output(lines: list[str], first: int) -> None:

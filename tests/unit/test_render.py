@@ -29,6 +29,7 @@ from codeask.render import (
 )
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import verify_answer
+from conftest import examples
 
 SHA = "a3f9c21" + "0" * 33
 REPO_URL = "https://github.com/acme/billing.git"
@@ -578,7 +579,7 @@ def prose_and_fences(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "\n\n".join(parts), code
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(prose_and_fences())
 def test_splitting_loses_no_line_of_code_and_balances_every_piece(
     doc: tuple[str, list[str]],
@@ -591,7 +592,7 @@ def test_splitting_loses_no_line_of_code_and_balances_every_piece(
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import Mention, Verification, verify_answer, warning_text
+from conftest import examples
 
 SHA = "a3f9c21" + "0" * 33
 BLOB = f"https://github.com/acme/billing/blob/{SHA}"
@@ -426,7 +427,9 @@ def prose_with_citations(draw: st.DrawFn) -> tuple[str, list[tuple[str, int]]]:
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(doc=prose_with_citations())
 def test_every_citation_in_arbitrary_prose_is_found_and_verified(
