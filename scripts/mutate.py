@@ -97,8 +97,9 @@ def stage(name: str, group: Group) -> None:
     (STAGE / "pyproject.toml").write_text(text)
 
 
-def run(name: str, max_children: int) -> None:
-    stage(name, GROUPS[name])
+def run(name: str, max_children: int, *, resume: bool) -> None:
+    if not (resume and (STAGES / name / "mutants").exists()):
+        stage(name, GROUPS[name])
     env = {**os.environ, "CODEASK_MUTATE": "1"}  # tests/conftest.py: fewer hypothesis examples
     mutmut = str(Path(sys.executable).parent / "mutmut")
     subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=STAGES / name, env=env,
@@ -145,6 +146,9 @@ def main() -> None:
     parser.add_argument("groups", nargs="*", help=f"of {', '.join(GROUPS)} (default: all)")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--report", action="store_true", help="only print the last run's figures")
+    parser.add_argument(
+        "--resume", action="store_true", help="go on with the mutants an earlier run left unchecked"
+    )
     args = parser.parse_args()
     unknown = sorted(set(args.groups) - set(GROUPS))
     if unknown:
@@ -153,7 +157,7 @@ def main() -> None:
         if args.report:
             report(name)
         else:
-            run(name, args.max_children)
+            run(name, args.max_children, resume=args.resume)
 
 
 if __name__ == "__main__":
