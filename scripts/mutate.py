@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -31,12 +33,8 @@ SPLITTING = frozenset({"split_body", "_atoms", "_indent", "_hard_split", "_group
                        "_inline_fence", "_closes", "render_answer", "_fits", "_continued",
                        "block_chars"})  # fmt: skip
 GROUPS: dict[str, Group] = {
-    # verify.py's streaming half (settled, _decided, …) is judged by the holdback tests, and
-    # Verification.marks by the rendering tests.
-    "verify": Group(
-        ("verify.py",),
-        ("tests/unit/test_verify.py", "tests/unit/test_holdback.py", "tests/unit/test_render.py"),
-    ),
+    # verify.py's streaming half (settled, _decided, …) is judged by the holdback tests.
+    "verify": Group(("verify.py",), ("tests/unit/test_verify.py", "tests/unit/test_holdback.py")),
     "line-count": Group(
         ("snapshot.py",),
         ("tests/unit/test_verify.py", "tests/unit/test_large_files.py"),
@@ -97,13 +95,83 @@ def stage(name: str, group: Group) -> None:
     (STAGE / "pyproject.toml").write_text(text)
 
 
-def run(name: str, max_children: int, *, resume: bool) -> None:
+def functions(path: Path) -> dict[str, str]:
+    """mutmut's name stem of each function and method in a module, by its plain name."""
+    out: dict[str, str] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            out[node.name] = f"x_{node.name}"
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    out[item.name] = f"xǁ{node.name}ǁ{item.name}"
+    return out
+
+
+def import_time(path: Path) -> set[str]:
+    """Functions the module calls while it is imported (to build its constants), and what they
+    call. mutmut forks its workers after the import, so a mutant there is never run: left out."""
+    tree = ast.parse(path.read_text())
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def called(nodes: list[ast.stmt]) -> set[str]:
+        return {c.func.id for n in nodes for c in ast.walk(n)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in defs}  # fmt: skip
+
+    top = [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    found, todo = set(), called(top)
+    while todo:
+        fn = todo.pop()
+        if fn not in found:
+            found.add(fn)
+            todo |= called([defs[fn]])
+    return found
+
+
+def selection(group: Group) -> list[str]:
+    """mutmut's mutant-name patterns for the functions this group counts."""
+    patterns = []
+    for pattern in group.files:
+        for path in sorted(PACKAGE.glob(pattern)):
+            if path.suffix != ".py":
+                continue
+            module = "codeask." + path.relative_to(PACKAGE).with_suffix("").as_posix().replace(
+                "/", "."
+            )
+            skip = import_time(path)
+            for fn, stem in functions(path).items():
+                if fn not in skip and (group.functions is None or fn in group.functions):
+                    patterns.append(f"{module}.{stem}__mutmut_*")
+    return patterns
+
+
+GENERATE = """
+import os
+from mutmut.__main__ import (copy_also_copy_files, copy_src_dir, create_mutants,
+    set_mutant_under_test, setup_source_paths, store_lines_covered_by_tests)
+set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); store_lines_covered_by_tests()
+create_mutants(2)
+"""
+
+
+def sampled(name: str, size: int) -> list[str]:
+    """`size` of the group's mutants, drawn with a fixed seed (mutmut generates them first)."""
+    subprocess.run([sys.executable, "-c", GENERATE], cwd=STAGES / name, check=True,
+                   capture_output=True)  # fmt: skip
+    keys = sorted(k for codes in results(name, GROUPS[name]).values() for k in codes)
+    return sorted(random.Random(17).sample(keys, min(size, len(keys))))
+
+
+def run(name: str, max_children: int, *, resume: bool, sample: int | None) -> None:
     if not (resume and (STAGES / name / "mutants").exists()):
         stage(name, GROUPS[name])
+    names = sampled(name, sample) if sample else selection(GROUPS[name])
     env = {**os.environ, "CODEASK_MUTATE": "1"}  # tests/conftest.py: fewer hypothesis examples
     mutmut = str(Path(sys.executable).parent / "mutmut")
-    subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=STAGES / name, env=env,
-                   check=False)  # fmt: skip
+    subprocess.run([mutmut, "run", "--max-children", str(max_children), *names],
+                   cwd=STAGES / name, env=env, check=False)  # fmt: skip
     report(name)
 
 
@@ -114,10 +182,11 @@ def results(name: str, group: Group) -> dict[str, dict[str, int | None]]:
     for meta in sorted((src / "codeask").rglob("*.py.meta")):
         module = meta.relative_to(src).as_posix().removesuffix(".meta")
         codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
+        skip = import_time(PACKAGE / Path(module).relative_to("codeask"))
         for key, code in codes.items():
             function = key.split(".")[-1].split("__mutmut_")[0].removeprefix("x_")
-            function = function.split("ǁ")[-1]  # methods: x_Class__ǁmethod
-            if group.functions is None or function in group.functions:
+            function = function.split("ǁ")[-1]  # methods: xǁClassǁmethod
+            if function not in skip and (group.functions is None or function in group.functions):
                 out.setdefault(module, {})[key] = code
     return out
 
@@ -147,6 +216,9 @@ def main() -> None:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--report", action="store_true", help="only print the last run's figures")
     parser.add_argument(
+        "--sample", type=int, help="run this many of each group's mutants, drawn at random"
+    )
+    parser.add_argument(
         "--resume", action="store_true", help="go on with the mutants an earlier run left unchecked"
     )
     args = parser.parse_args()
@@ -157,7 +229,7 @@ def main() -> None:
         if args.report:
             report(name)
         else:
-            run(name, args.max_children, resume=args.resume)
+            run(name, args.max_children, resume=args.resume, sample=args.sample)
 
 
 if __name__ == "__main__":
