@@ -13,13 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codeask import diagram
 from codeask.answer import Answer
 from codeask.botconfig import Refusal
 from codeask.mirror import StaleNote, UncommittedNote
 from codeask.render import (
     BODY_BLOCK_CHARS,
+    MESSAGE_TEXT_BUDGET,
     Failure,
     SlackMessage,
+    block_chars,
     neutralise,
     render_answer,
     render_failure,
@@ -603,3 +606,54 @@ def test_any_answer_renders_within_slacks_limits(
     msgs = render_answer(make_answer(doc[0]))
     assert_within_limits(msgs)
     assert all(b.count("```") % 2 == 0 for b in markdown_texts(msgs))
+
+
+# --- splitting at its edges (each found by `make mutate`) ----------------------------------------
+
+
+def test_an_unclosed_indented_fence_is_closed_at_its_own_indent() -> None:
+    assert split_body("Look:\n\n  ```python\n  x = 1") == ["Look:\n\n  ```python\n  x = 1\n  ```"]
+
+
+def test_a_long_line_of_prose_is_cut_between_words() -> None:
+    pieces = split_body(" ".join(["worker"] * 2000))  # 7 characters a word: no cut falls clean
+    assert len(pieces) > 1 and all(set(p.split()) == {"worker"} for p in pieces)
+
+
+def test_a_code_line_longer_than_a_block_keeps_every_character() -> None:
+    line = "y" + " " * 4000 + "z"
+    pieces = split_body(f"```\n{line}\n```")
+    assert len(pieces) > 1 and "".join(code_lines(pieces)) == line
+
+
+def test_a_paragraph_fills_a_piece_exactly_to_its_limit() -> None:
+    lines = ["a" * 99] * 20  # ten lines joined by newlines are exactly 999 characters
+    assert split_body("\n".join(lines), limit=999) == ["\n".join(lines[:10])] * 2
+
+
+def test_a_runaway_info_string_keeps_only_the_language_on_every_piece() -> None:
+    code = [f"x = {i}" for i in range(900)]
+    pieces = split_body("```python " + "extra " * 30 + "\n" + "\n".join(code) + "\n```")
+    assert len(pieces) > 1 and code_lines(pieces) == code
+    assert all(p.startswith("```python\n") for p in pieces)
+
+
+def test_context_text_counts_against_a_message() -> None:
+    block = {"type": "context", "elements": [{"type": "mrkdwn", "text": "x" * 10}] * 3}
+    assert block_chars(block) == 30
+
+
+def test_a_diagram_that_may_not_draw_says_why(make_answer: MakeAnswer) -> None:
+    source = "flowchart TD\n  A --> B\n  B -->"
+    assert diagram.validate(source)
+    msgs = render_answer(make_answer(f"The flow:\n\n```mermaid\n{source}\n```"))
+    assert "it may not draw: line 3: cannot read node" in all_text(msgs[-1])
+
+
+def test_chunks_that_fit_one_message_share_it_and_more_go_on(make_answer: MakeAnswer) -> None:
+    para = [f"Part {k}. " + "The retry logic is careful. " * 100 for k in range(4)]
+    # two blocks' worth fits one message; four (over 10,000 characters) need a second
+    assert len(render_answer(make_answer("\n\n".join(para[:2])))) == 1
+    msgs = render_answer(make_answer("\n\n".join(para)))
+    assert len(msgs) == 2
+    assert all(sum(block_chars(b) for b in m.blocks) <= MESSAGE_TEXT_BUDGET for m in msgs)
