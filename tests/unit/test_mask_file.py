@@ -426,6 +426,116 @@ def test_config_maps_templates_and_empty_secrets_are_left_alone(text: str) -> No
     assert mask("k8s/secret.yaml", text) == (text.split("\n"), {})
 
 
+# bitnami/rabbitmq/templates/config-secret.yaml, as the chart has it
+RABBITMQ_CONFIG_SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ printf "%s-config" (include "common.names.fullname" .) }}
+  namespace: {{ include "common.names.namespace" . | quote }}
+type: Opaque
+data:
+  {{- if empty .Values.configurationExistingSecret }}
+  rabbitmq.conf: |-
+    {{- include "common.tplvalues.render" (dict "value" .Values.configuration "context" $) | b64enc | nindent 4 }}
+  {{- end }}
+  {{- if .Values.advancedConfiguration }}
+  advanced.config: |-
+    {{- include "common.tplvalues.render" (dict "value" .Values.advancedConfiguration "context" $) | b64enc | nindent 4 }}
+  {{- end }}
+"""
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(
+            "  password: {{ .Values.auth.password | b64enc | quote }}\n", id="b64enc-quote"
+        ),
+        pytest.param('  password: "{{ .Values.auth.password }}"\n', id="quoted-action"),
+        pytest.param("  password: {{- .Values.auth.password | quote -}}\n", id="trimmed-action"),
+        pytest.param(
+            '  rabbitmq-password: {{ include "common.secrets.passwords.manage" (dict "secret" '
+            '(include "common.names.fullname" .) "key" "rabbitmq-password" "length" 16 '
+            '"providedValues" (list "auth.password") "context" $) }}\n',
+            id="include-with-literal-arguments",
+        ),
+        pytest.param("  config.json: {{ tpl .Values.config . | b64enc }}\n", id="tpl"),
+        pytest.param(
+            "  config.ini: |\n    password = {{ .Values.db.password }}\n"
+            "    {{- if .Values.tls }}\n    tls = {{ .Values.tls.mode | quote }}\n    {{- end }}\n",
+            id="block-of-templated-keys",
+        ),
+        # bitnami/argo-cd/templates/argocd-secret.yaml: a template's own line among the data
+        pytest.param(
+            "  clearPassword: {{ $password }}\n"
+            '  {{- $password = (trimAll "\\"" $password) | b64dec }}\n'
+            '  admin.password: {{ (split ":" (htpasswd "" $password))._1 | b64enc }}\n',
+            id="template-variable-lines",
+        ),
+        # bitnami/postgresql/templates/secrets.yaml: a service binding's constants
+        pytest.param(
+            '  provider: {{ print "bitnami" | b64enc | quote }}\n'
+            '  type: {{ print "postgresql" | b64enc | quote }}\n',
+            id="print-of-a-plain-word",
+        ),
+        # bitnami/influxdb: a shell heredoc writing a Secret from a variable
+        pytest.param("  admin-token: $encoded_token\n", id="shell-variable"),
+    ],
+)
+def test_template_expressions_in_a_secrets_data_are_not_secrets(data: str) -> None:
+    # Given a Helm template of a Secret whose values the chart computes
+    text = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\ntype: Opaque\ndata:\n" + data
+    # When it is masked, nothing changes
+    assert mask("mychart/templates/secret.yaml", text) == (text.split("\n"), {})
+
+
+def test_the_rabbitmq_config_secret_template_is_shown_as_written() -> None:
+    assert mask("bitnami/rabbitmq/templates/config-secret.yaml", RABBITMQ_CONFIG_SECRET) == (
+        RABBITMQ_CONFIG_SECRET.split("\n"),
+        {},
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "secret"),
+    [
+        pytest.param(f'  password: "{HUMAN}"\n', HUMAN, id="quoted-literal"),
+        pytest.param(f"  password: {PASS_B64}\n", PASS_B64, id="base64-literal"),
+        pytest.param(f'  password: {{{{ "{HUMAN}" | b64enc }}}}\n', HUMAN, id="literal-in-action"),
+        pytest.param(
+            f'  provider: {{{{ print "{RANDOM}" | b64enc | quote }}}}\n',
+            RANDOM,
+            id="random-literal-in-action",
+        ),
+        pytest.param(
+            f'  password: "{HUMAN}{{{{ .Values.suffix }}}}"\n', HUMAN, id="literal-beside-action"
+        ),
+        pytest.param(
+            f"  config.ini: |\n    user = {{{{ .Values.user }}}}\n    password = {HUMAN}\n",
+            HUMAN,
+            id="literal-line-in-a-templated-block",
+        ),
+        pytest.param("  hash: $2b$12$" + RANDOM + RANDOM + "\n", "$2b$12$" + RANDOM, id="bcrypt"),
+    ],
+)
+def test_literals_in_a_templated_secret_are_still_masked(data: str, secret: str) -> None:
+    # Given a Helm template of a Secret, templated lines around a value typed in
+    text = (
+        "{{- if .Values.auth.enabled }}\napiVersion: v1\nkind: Secret\nmetadata:\n"
+        '  name: {{ include "common.names.fullname" . }}\ntype: Opaque\n'
+        "stringData:\n  user: {{ .Values.auth.user | quote }}\n" + data + "{{- end }}\n"
+    )
+    # When it is masked
+    out, counts = mask("mychart/templates/secret.yaml", text)
+    # Then the literal is gone and the templated lines are as written
+    joined = "\n".join(out)
+    assert secret not in joined
+    assert marker("kubernetes-secret") in joined
+    assert "  user: {{ .Values.auth.user | quote }}" in out
+    assert counts.get("kubernetes-secret", 0) >= 1
+
+
 # --- Values continued with a backslash ------------------------------------------------------------
 
 

@@ -81,7 +81,7 @@ def test_definition_in_source_ranks_before_tests_and_docs(toolbox: Toolbox) -> N
 def test_hits_show_enclosing_scope_and_context(toolbox: Toolbox) -> None:
     result = toolbox.run("search_code", {"pattern": "return retry_job"})
     assert "  in class Worker › def run(self)\n" in result.text
-    assert "\n  5      def run(self):\n" in result.text  # the line before, as context
+    assert re.search(r"\n +5      def run\(self\):\n", result.text)  # the line before, as context
 
 
 def test_every_hit_of_a_small_result_is_shown_with_its_text(toolbox: Toolbox) -> None:
@@ -376,6 +376,35 @@ def test_list_files_summarises_big_trees(tree: Path, toolbox: Toolbox) -> None:
     assert "too many to list" in result.text
     assert "pkg/mod0/ (100 files)" in result.text
     assert len(result.text.splitlines()) < 210
+    # the files at the top (README, LICENSE) come before the directories, in view
+    rows = result.text.splitlines()[1:]
+    assert rows.index("README.md") < rows.index("pkg/mod0/ (100 files)")
+
+
+def test_a_list_files_glob_names_the_directories_it_matches(tree: Path, toolbox: Toolbox) -> None:
+    # Given a chart folder named like the glob, holding files that are not
+    for rel in ("bitnami/postgresql/values.yaml", "bitnami/postgresql/templates/svc.yaml",
+                "bitnami/postgresql-ha/Chart.yaml", "bitnami/common/_postgresql.tpl",
+                "bitnami/redis/values.yaml"):  # fmt: skip
+        write(tree, rel, "x: 1\n")
+    toolbox.snapshot = Snapshot(tree, SHA, toolbox.snapshot.repo, toolbox.snapshot.deny)
+    text = toolbox.run("list_files", {"glob": "*postgresql*"}).text
+    # Then the matching file is listed, and the matching directories with their file counts
+    assert text.splitlines() == [
+        f"1 file in the repository matching '*postgresql*' at {SHA[:7]}:",
+        "bitnami/common/_postgresql.tpl",
+        "Directories whose name matches (2):",
+        "bitnami/postgresql/ (2 files)",
+        "bitnami/postgresql-ha/ (1 file)",
+    ]
+    # a glob matching no file still names the directory
+    text = toolbox.run("list_files", {"glob": "postgresql-ha"}).text
+    assert text.splitlines()[1:] == [
+        "Directories whose name matches (1):",
+        "bitnami/postgresql-ha/ (1 file)",
+    ]
+    # and a negative glob names none
+    assert "Directories" not in toolbox.run("list_files", {"glob": "!*postgresql*"}).text
 
 
 def test_unknown_tool_is_an_error(toolbox: Toolbox) -> None:

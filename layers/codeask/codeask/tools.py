@@ -40,6 +40,7 @@ READ_MAX_LINES = 300
 READ_MAX_CHARS = 24000
 LINE_MAX_CHARS = 400
 LIST_MAX_ENTRIES = 200
+LIST_DIRS = 40  # directories a glob names, listed beside its files
 # What one argument may be: longer strings and bigger numbers are refused, never attempted.
 PATTERN_MAX_CHARS = 1000
 GLOB_MAX_CHARS = 500
@@ -156,6 +157,9 @@ class Toolbox:
         self.calls: list[ToolCall] = []
         self.searches: list[str] = []
         self._lines_cache: dict[str, list[str] | None] = {}
+        # rows already shown to the model by path (search results, reads): a search does not
+        # print a long body again
+        self.shown_rows: dict[str, set[int]] = {}
         self.tools: dict[str, Tool] = {
             t.name: t
             for t in (
@@ -428,7 +432,7 @@ class Toolbox:
         large = o.large_note()
         if not o.files:
             return no_matches(o)
-        text = render(o, FileSource(self.lines, self._syntax_key))
+        text = render(o, FileSource(self.lines, self._syntax_key, self.shown_rows))
         return f"{text}\n\n{large}" if large else text
 
     def _syntax_key(self, rel: str) -> tuple[str, str]:
@@ -496,6 +500,7 @@ class Toolbox:
             size += len(row) + 1
             last = n
         sha = self.snapshot.locate(rel)[0].short_sha
+        self.shown_rows.setdefault(rel, set()).update(range(start, last + 1))
         head = f"{shown} lines {start}-{last} of {total} at {sha}{note}"
         foot = ""
         if last < wanted_end:
@@ -516,32 +521,53 @@ class Toolbox:
                     f"no directory '{display_path(rel)}' at {self.snapshot.short_sha}"
                 )
         prefix = rel + "/" if rel else ""
-        files = [f for f in self.snapshot.files if f.startswith(prefix)]
+        every = [f for f in self.snapshot.files if f.startswith(prefix)]
+        files = every
         check_deadline("list_files")
         glob = args.get("glob")
+        dirs = ""
         if glob:
             try:
                 # The glob as search_code's rg reads it, also from `path` when it names a directory.
-                files = select(rg_globs(glob, rel or None), files)
+                globs = rg_globs(glob, rel or None)
+                files = select(globs, every)
+                dirs = _matching_dirs(globs, self.snapshot.dir_set, prefix, every)
             except GlobError as e:
                 raise ToolRefused(f"bad glob '{display_path(glob)}': {e}") from None
         check_deadline("list_files")
         where = f"under {display_path(rel)}/" if rel else "in the repository"
         what = f" matching '{display_path(glob)}'" if glob else ""
         if not files:
-            return f"No files {where}{what} at {self.snapshot.short_sha}."
-        head = f"{len(files)} files {where}{what} at {self.snapshot.short_sha}"
+            return f"No files {where}{what} at {self.snapshot.short_sha}." + dirs
+        head = f"{_count(len(files), 'file')} {where}{what} at {self.snapshot.short_sha}"
         if len(files) <= LIST_MAX_ENTRIES:
-            return head + ":\n" + "\n".join(map(display_path, files))
-        return head + "; too many to list, so by directory:\n" + _summarise(files, prefix)
+            return head + ":\n" + "\n".join(map(display_path, files)) + dirs
+        return head + "; too many to list, so by directory:\n" + _summarise(files, prefix) + dirs
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+def _matching_dirs(globs: list[str], dir_set: frozenset[str], prefix: str, files: list[str]) -> str:
+    """Directories whose own name the glob matches (`*postgresql*` names the chart's folder,
+    not only its files), with their file counts, as lines to add to a listing."""
+    if all(g.startswith("!") for g in globs):
+        return ""
+    under = sorted(d for d in dir_set if d.startswith(prefix) and d != prefix.rstrip("/"))
+    matched = [d for d in select(globs, under)]
+    matched = [d for d in matched if not any(d.startswith(m + "/") for m in matched)]
+    if not matched:
+        return ""
+    counts = Counter(d for f in files for d in matched if f.startswith(d + "/"))
+    rows = [f"{display_path(d)}/ ({_count(counts[d], 'file')})" for d in matched[:LIST_DIRS]]
+    more = f"\n[… {len(matched) - LIST_DIRS} more directories]" if len(matched) > LIST_DIRS else ""
+    return f"\nDirectories whose name matches ({len(matched)}):\n" + "\n".join(rows) + more
+
+
 def _summarise(files: list[str], prefix: str) -> str:
-    """Directory counts, deep enough to fit the cap, then the loose files at the top level."""
+    """The loose files at the top level (README, LICENSE), then directory counts, deep enough
+    to fit the cap."""
     depth = 1
     best: list[str] = []
     while depth < 8:
@@ -554,8 +580,8 @@ def _summarise(files: list[str], prefix: str) -> str:
             else:
                 loose.append(f)
         check_deadline("list_files")
-        rows = [f"{display_path(d)} ({c} files)" for d, c in sorted(counts.items())]
-        rows += map(display_path, loose)
+        rows = list(map(display_path, loose))
+        rows += [f"{display_path(d)} ({_count(c, 'file')})" for d, c in sorted(counts.items())]
         if len(rows) > LIST_MAX_ENTRIES:
             break
         best = rows

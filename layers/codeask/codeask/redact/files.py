@@ -9,6 +9,7 @@ from itertools import accumulate
 
 from codeask.redact.assignments import (
     PLACEHOLDER_HINTS,
+    NameVerdict,
     is_secret_value,
     judge_name,
 )
@@ -192,16 +193,55 @@ _NAME_THEN_VALUE = re.compile(
 _DEFAULT_KEY = re.compile(r"default[\"']?[ \t]*[:=]")
 
 
-def _secret_data_value(value: str) -> bool:
-    """Any value of a Secret's data is secret, except the markers of no value at all."""
+def _secret_data_value(value: str, key: str = "") -> bool:
+    """Any value of a Secret's data is secret, except the markers of no value at all and a
+    template that computes it (`{{ .Values.password | b64enc }}`, `{{ include "x" . }}`)."""
     low = value.lower()
     return bool(value) and not (
-        "{{" in value
-        or "${" in value
+        "${" in value
+        or _VARIABLE.fullmatch(value) is not None  # `$encoded_token` in a script's heredoc
         or value.startswith(MARKER_PREFIX)
         or low in ("null", "~")
         or any(h in low for h in PLACEHOLDER_HINTS)
+        or ("{{" in value and not _template_literal(value, key))
     )
+
+
+_VARIABLE = re.compile(r"\$[A-Za-z_]\w*")  # (a bcrypt hash, `$2b$12$…`, is no variable)
+# A Go/Helm template action on one line, and what an action may hold besides a value: string
+# literals and the functions that only encode, quote or indent what they are given.
+_ACTION = re.compile(r"\{\{-?(.*?)-?\}\}")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|`[^`]*`')
+_PASS_THROUGH = re.compile(
+    r"\b(?:print|quote|squote|b64enc|b64dec|toString|trim|upper|lower|nindent|indent|toYaml)\b|"
+    r"[|()\s\d]"
+)
+_TEMPLATED_KEY = re.compile(r"[\w.\-\[\]\"']+\s*[:=]\s*[\"']*")  # `password = {{ … }}` in a block
+_ANY_NAME = NameVerdict(password=False, whole=False)
+
+
+def _template_literal(value: str, key: str) -> bool:
+    """A value with template actions that still holds a secret typed in: text outside the
+    actions (`pw-{{ .Values.suffix }}`, beyond a key whose value is templated), or an action
+    whose only value is a string literal (`{{ "hunter2" | b64enc }}`) that is a secret by the
+    key's name or by its looks (`{{ print "bitnami" | b64enc }}` for `provider` is not). An
+    action left open (going on to the next line) is read as a template."""
+    outside = _ACTION.sub(" ", value).split("{{", 1)[0].strip(" \t\"'")
+    if outside and not _TEMPLATED_KEY.fullmatch(outside) and any(c.isalnum() for c in outside):
+        return True
+    verdict = (judge_name(key) if key else None) or _ANY_NAME
+    for m in _ACTION.finditer(value):
+        body = m.group(1)
+        strings = _STRING.findall(body)
+        if not strings or _PASS_THROUGH.sub("", _STRING.sub("", body)):
+            continue  # no literal, or a value worked out from something else
+        for t in strings:
+            literal = t[1:-1]
+            if _secret_data_value(literal) and is_secret_value(
+                literal, quoted=True, literal=True, name=verdict, config=True
+            ):
+                return True
+    return False
 
 
 def _document(lines: list[str], i: int) -> tuple[int, int]:
@@ -259,9 +299,12 @@ def _mapping_values(lines: list[str], key_line: int, last: int, key_col: int) ->
             break
         if block_col >= 0 and col > block_col:
             content = len(line) - len(line.lstrip(" \t"))
-            pieces.append((j, content, len(line.rstrip(" \t\r"))))
+            if _secret_data_value(line[content:].rstrip(" \t\r")):
+                pieces.append((j, content, len(line.rstrip(" \t\r"))))
             continue
         block_col = -1
+        if line.lstrip(" \t-").startswith("{{"):
+            continue  # a template's own line (`{{- $pw = … }}`, `{{- if … }}`) holds no value
         child_col = col if child_col < 0 else child_col
         child = _entry(line) if col == child_col else None
         if child is None:
@@ -269,7 +312,7 @@ def _mapping_values(lines: list[str], key_line: int, last: int, key_col: int) ->
         value = child.value(line)
         if not child.quoted and _BLOCK_SCALAR.fullmatch(value):
             block_col = col
-        elif _secret_data_value(value):
+        elif _secret_data_value(value, child.key):
             pieces.append((j, child.value_start, child.value_end))
     return pieces
 

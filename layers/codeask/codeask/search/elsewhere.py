@@ -18,8 +18,10 @@ NEAR_CAP = 200  # per word of a pattern that found nothing
 NEAR_WORDS = 4
 USES_CAP = 400  # lines read for the uses of up to three definitions
 USE_SITES = 3  # uses named per definition
-USE_CANDIDATES = 6  # read by the parser to find them (a line inside a block comment is no use)
+USE_CANDIDATES = 8  # read by the parser to find them (a line inside a block comment is no use)
 EXAMPLE_FILES = 3
+FEW_FILES = 3  # matches in this few files show a line from each ...
+FEW_LINES = 6  # ... and this few matches show every one
 SAMPLE_CHARS = 120
 
 # rg over the whole snapshot (no path or glob, the deny-list kept): pattern, ignore case, cap.
@@ -36,6 +38,23 @@ class Tally:
     examples: list[tuple[str, int]] = field(default_factory=list)  # (path, matches), best first
     word: str = ""
     sample: str = ""  # a line of the best file, as it reads
+    # each example's best line, or every line of a few matches: (path, line, text)
+    firsts: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def each_file(self) -> list[str]:
+        """When the matches are in a few files: one line from each (`path:line  text`), every
+        line when there are only a few, so a lone call site outside the filter reads without
+        another search."""
+        if (
+            self.capped
+            or self.files > FEW_FILES
+            or len({p for p, _, _ in self.firsts}) < self.files
+        ):
+            return []
+        return [
+            f"  {display_path(p)}:{n}  {' '.join(t.split())[:SAMPLE_CHARS]}"
+            for p, n, t in self.firsts
+        ]
 
     def describe(self, *, where: bool = True) -> str:
         plus = "+" if self.capped else ""
@@ -75,7 +94,15 @@ def tally(matches: list[RawMatch], capped: bool, word: str = "") -> Tally:
         None,
     )
     text = " ".join(sample.text.split())[:SAMPLE_CHARS] if sample is not None else ""
-    return Tally(len(matches), len(per_file), capped, best[:EXAMPLE_FILES], word, text)
+    firsts = []
+    for path, _ in best[:EXAMPLE_FILES]:
+        mine = sorted((m for m in matches if m.path == path), key=lambda m: m.line)
+        if len(matches) > FEW_LINES:
+            mine = [
+                next((m for m in mine if not _comment(m) and (rx is None or standing(m))), mine[0])
+            ]
+        firsts += [(m.path, m.line, m.text) for m in mine]
+    return Tally(len(matches), len(per_file), capped, best[:EXAMPLE_FILES], word, text, firsts)
 
 
 def outside(
@@ -131,97 +158,201 @@ class Use:
     call: bool
     score: float
     scope: str = ""
+    guard: str = ""  # the condition a call is under: `if self.config.jobs > 1:`
 
     @property
     def where(self) -> str:
         where = f"{display_path(self.path)}:{self.line}"
-        return where + (f" in {self.scope}" if self.scope else "")
+        where += f" in {self.scope}" if self.scope else ""
+        return where + (f" under `{self.guard}`" if self.guard else "")
 
 
 @dataclass
 class Uses:
+    """The lines of a snapshot that name a definition, its own line apart: code that uses it
+    (calls and references, best first), and the lines that only mention it (comments, prose,
+    declarations, other definitions of the name)."""
+
     name: str
     sites: list[Use]
-    total: int
+    mentions: list[Use]
+    total: int  # lines naming it, the definition's own line not counted
     files: int
-    capped: bool
+    complete: bool  # every line of the snapshot naming it was read and understood
+    others: int = 0  # uses in C files that define a function of the same name of their own
 
-    def describe(self) -> str:
-        if not self.sites:
-            return (
-                f"↳ no other line names `{self.name}` (used through a pointer, a macro or a table?)"
+    def describe(self, shown: list[Use], *, enclosing: bool = False) -> str | None:
+        """The line under the definition, naming the `shown` sites; None when nothing can be
+        said for sure. "No other line" is said only when the lookup read every line there is:
+        a lookup stopped at its cap or its deadline, or a line it could not read, says less.
+        `enclosing`: the line is under a hit inside the definition, which it names first."""
+        which = f"`{self.name}`, which this is in, is " if enclosing else ""
+        if shown:
+            calls = [u.where for u in shown if u.call]
+            refs = [u.where for u in shown if not u.call]
+            parts = []
+            if calls:
+                parts.append("called from " + ", ".join(calls))
+            if refs:
+                parts.append("referenced at " + ", ".join(refs))
+            s = "; ".join(parts)
+            if self.total > len(shown):
+                s += f" ({self._count()} in all)"
+            return "↳ " + which + s
+        if self.sites or self.others or not self.complete:
+            return None  # uses not shown, or not all read: nothing is certain enough to say
+        if self.mentions:
+            where = ", ".join(u.where for u in self.mentions[:MENTIONS_NAMED])
+            said = (
+                which + "only mentioned"
+                if enclosing
+                else (f"no code calls or references `{self.name}`; it is only mentioned")
             )
-        calls = [u.where for u in self.sites if u.call]
-        refs = [u.where for u in self.sites if not u.call]
-        parts = []
-        if calls:
-            parts.append("called from " + ", ".join(calls))
-        if refs:
-            parts.append("referenced at " + ", ".join(refs))
-        s = "; ".join(parts)
-        if self.total > len(self.sites):
-            plus = "+" if self.capped else ""
-            fs = "" if self.files == 1 else "s"
-            s += f" ({self.total}{plus} uses in {self.files}{plus} file{fs} in all)"
-        return "↳ " + s
+            return f"↳ {said} (comments, docs, declarations): {where}" + (
+                f" ({self._count()} in all)" if self.total > MENTIONS_NAMED else ""
+            )
+        which = " (which this is in)" if enclosing else ""
+        return (
+            f"↳ no other line names `{self.name}`{which}: used through a pointer, a macro or a "
+            "table?"
+        )
+
+    def merge(self, other: Uses) -> None:
+        """Another name of the same definition (a C alias): its lines join these."""
+        self.name = f"{self.name}` or `{other.name}"
+        self.sites = sorted(self.sites + other.sites, key=lambda u: (-u.score, u.path, u.line))
+        self.mentions += other.mentions
+        self.total += other.total
+        self.files += other.files
+        self.others += other.others
+        self.complete = self.complete and other.complete
+
+    def _count(self) -> str:
+        plus = "" if self.complete else "+"
+        ls = "" if self.total == 1 else "s"
+        fs = "" if self.files == 1 else "s"
+        return f"{self.total}{plus} line{ls} name it in {self.files}{plus} file{fs}"
+
+
+MENTIONS_NAMED = 2
 
 
 def uses_pattern(name: str) -> str:
-    if re.fullmatch(r"\w+", name):
-        return rf"\b{re.escape(name)}\b"
-    return re.escape(f'"{name}"')  # a template's name is used quoted: include "x.y"
+    """How rg finds a name: as a word (`\\b` only beside word characters, so `$http` is found
+    too), or quoted for a template's dotted name (`include "redis.image"`)."""
+    if re.fullmatch(r"[\w$]+", name):
+        head = r"\b" if re.match(r"\w", name) else ""
+        tail = r"\b" if re.search(r"\w$", name) else ""
+        return head + re.escape(name) + tail
+    return re.escape(f'"{name}"')
 
 
 def find_uses(
     lookup: Lookup, definitions: list[tuple[str, str, int]]
-) -> dict[tuple[str, int], Uses]:
-    """For (name, path, line) definitions, the best few places that use each name, with one rg
-    over the snapshot for all the names together (capped)."""
+) -> dict[tuple[str, str, int], Uses]:
+    """For (name, path, line) definitions, the lines of the snapshot naming each, split into
+    uses and mentions: one rg for all the names together (capped), then, if the cap was hit,
+    one more for the names it found no use of (a common name may have filled the cap)."""
     names = list(dict.fromkeys(name for name, _, _ in definitions))
     if not names:
         return {}
     patterns = {n: re.compile(uses_pattern(n)) for n in names}
-    matches, capped = lookup("|".join(uses_pattern(n) for n in names), False, USES_CAP)
-    out: dict[tuple[str, int], Uses] = {}
+    per_name, complete = _lines_naming(lookup, names, patterns)
+    if not all(complete.values()):
+        again = [n for n in names if not any(_is_site(m, n) for m in per_name[n])]
+        if 0 < len(again) < len(names):
+            more, more_complete = _lines_naming(lookup, again, patterns)
+            per_name.update(more)
+            complete.update(more_complete)
+    out: dict[tuple[str, str, int], Uses] = {}
     for name, path, line in definitions:
-        rx = patterns[name]
-        found = [
-            u
-            for m in matches
-            if rx.search(m.text) and (m.path, m.line) != (path, line)
-            for u in [_use(m, name)]
-            if u is not None
-        ]
-        found.sort(key=lambda u: (-u.score, u.path, u.line))
-        files = len({u.path for u in found})
-        out[(path, line)] = Uses(name, found[:USE_CANDIDATES], len(found), files, capped)
+        sites: list[Use] = []
+        mentions: list[Use] = []
+        files: set[str] = set()
+        # C files with a function of their own by this name (glibc's 170 `static int do_test`):
+        # their uses are of that one, not of this
+        own = {m.path for m in per_name[name] if _c_definition(m, name)} - {path}
+        others = 0
+        for m in per_name[name]:
+            if (m.path, m.line) == (path, line):
+                continue
+            files.add(m.path)
+            use = _use(m, name)
+            if use.score > 0 and m.path in own and language_of(path) in ("c", "cpp"):
+                others += 1  # a use of that file's own function, never named as this one's
+                continue
+            (sites if use.score > 0 else mentions).append(use)
+        sites.sort(key=lambda u: (-u.score, u.path, u.line))
+        mentions.sort(key=lambda u: (language_of(u.path) is None, u.path, u.line))
+        total = len(sites) + len(mentions)
+        total += others
+        uses = Uses(name, sites, mentions, total, len(files), complete[name], others)
+        out[(name, path, line)] = uses
     return out
+
+
+def _lines_naming(
+    lookup: Lookup, names: list[str], patterns: dict[str, re.Pattern[str]]
+) -> tuple[dict[str, list[RawMatch]], dict[str, bool]]:
+    """Each name's lines from one rg run, and whether that run read them all. A line rg cut
+    short (a minified bundle) that none of the names is seen on could be any name's."""
+    try:
+        matches, capped = lookup("|".join(uses_pattern(n) for n in names), False, USES_CAP)
+    except Exception:  # noqa: BLE001 - a lookup that fails says nothing, never "no other line"
+        return {n: [] for n in names}, dict.fromkeys(names, False)
+    per_name: dict[str, list[RawMatch]] = {n: [] for n in names}
+    unread = False
+    for m in matches:
+        named = [n for n in names if patterns[n].search(m.text)]
+        unread = unread or not named
+        for n in named:
+            per_name[n].append(m)
+    return per_name, dict.fromkeys(names, not capped and not unread)
 
 
 _DEFINES = r"def|class|function|func|fn|struct|enum|union|interface|type|#\s*define|define|block"
 
 
-def _use(m: RawMatch, name: str) -> Use | None:
-    """One line naming a definition, as a use worth showing (None for comments and other definitions)."""
+def _is_site(m: RawMatch, name: str) -> bool:
+    return _use(m, name).score > 0
+
+
+def _c_definition(m: RawMatch, name: str) -> bool:
+    """A C line at column 0 that defines `name`, its parameters on the line (`do_test (void)`,
+    `static int f (int x) {`, a first line of several); a prototype (`;`, `extern`) declares
+    the same function."""
+    if language_of(m.path) not in ("c", "cpp") or m.text.startswith("extern"):
+        return False
+    text = re.sub(r"/\*.*?\*/|//.*$", "", m.text).rstrip()
+    head = re.match(rf"(\w[\w\s*]*[\s*])?{re.escape(name)}\s*\(", text)
+    return head is not None and text.endswith((")", "{", ","))
+
+
+def _use(m: RawMatch, name: str) -> Use:
+    """One line naming a definition: a use in code (score > 0, calls first) or a mention (score
+    0: a comment, prose, a generated list, a declaration or another definition of the name)."""
     text = m.text
     language = language_of(m.path)
-    weight = KIND_WEIGHT[file_kind(m.path)]
-    if weight < KIND_WEIGHT["test"] or _comment(m):
-        return None  # docs, change logs, generated lists: counted, not named
+    use = Use(m.path, m.line, text.strip(), False, 0.0)
+    if (language is None and file_kind(m.path) != "source") or _comment(m):
+        return use  # change logs, manuals, ABI lists, comments: they name it, they do not use it
     escaped = re.escape(name)
     if re.search(rf"(^|\s|\{{\{{-?\s*)({_DEFINES})\s+\"?{escaped}\b", text):
-        return None  # another definition of the same name
+        return use  # another definition of the same name
     if language in ("c", "cpp") and re.match(
         rf"(extern\s+)?(\w[\w\s*]*[\s*])?{escaped}\s*\(", text
     ):
-        return None  # at column 0 in C: a definition (GNU style) or a prototype, not a call
-    call = re.search(rf"{escaped}\"?\s*\(", text) is not None or bool(
+        return use  # at column 0 in C: a definition (GNU style) or a prototype, not a call
+    use.call = re.search(rf"{escaped}\"?\s*\(", text) is not None or bool(
         re.search(rf"\b(include|template)\s+\"{escaped}\"", text)
     )
-    score = weight * (2.0 if call else 1.0)
-    if m.path.endswith((".h", ".hpp", ".pyi", ".d.ts")):
-        score *= 0.5  # a declaration says less than a use
-    return Use(m.path, m.line, text.strip(), call, score)
+    # a use in a docs, vendored or generated file still counts (pylint builds its docs with
+    # code under doc/exts/), ranked after the code's own
+    score = KIND_WEIGHT[file_kind(m.path)] * (2.0 if use.call else 1.0)
+    if m.path.endswith((".h", ".hpp", ".pyi", ".d.ts")) or language is None:
+        score *= 0.5  # a declaration says less than a use; a data file less than code
+    use.score = score
+    return use
 
 
 # -- several repositories searched together --------------------------------------------------------
@@ -235,13 +366,21 @@ def merged(tallies: list[tuple[str, Tally | None]]) -> Tally | None:
     examples = [(f"{repo}/{p}", n) for repo, t in found for p, n in t.examples]
     examples.sort(key=lambda pn: -KIND_WEIGHT[file_kind(pn[0])])
     best = next((t for _, t in found if t.matches), found[0][1])
+    firsts = [(f"{repo}/{p}", n, text) for repo, t in found for p, n, text in t.firsts]
+    firsts.sort(key=lambda pnt: -KIND_WEIGHT[file_kind(pnt[0])])
+    total = sum(t.matches for _, t in found)
+    paths = list(dict.fromkeys(p for p, _, _ in firsts))[:EXAMPLE_FILES]
+    if total > FEW_LINES:  # one line a file, as tally() keeps when the matches are many
+        firsts = [next(pnt for pnt in firsts if pnt[0] == p) for p in paths]
+    firsts = [pnt for pnt in firsts if pnt[0] in paths]
     return Tally(
-        sum(t.matches for _, t in found),
+        total,
         sum(t.files for _, t in found),
         any(t.capped for _, t in found),
         examples[:EXAMPLE_FILES],
         found[0][1].word,
         best.sample,
+        firsts,
     )
 
 

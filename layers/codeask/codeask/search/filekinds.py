@@ -86,6 +86,8 @@ def language_of(path: str) -> str | None:
         return LANGUAGE_BY_NAME[lower]
     if lower.startswith("dockerfile"):
         return "dockerfile"
+    if lower.endswith(".in") and len(lower) > 3:  # a configure input: `ldd.bash.in`, `Makefile.in`
+        return language_of(path[:-3])
     dot = lower.rfind(".")
     if dot <= 0:
         return None
@@ -134,9 +136,20 @@ _CPP_MARK = re.compile(r"^\s*(class|namespace|template\s*<|using\s+namespace|pub
 _CHART_TEMPLATE = re.compile(r"(^|/)templates/(.*/)?[^/]+\.(ya?ml|txt)$")
 
 
+_SHEBANG = re.compile(r"^#!\s*\S*?(?:/env\s+(?:-\S+\s+)*)?/?(\w+?)[\d.]*(?:\s|$)")
+_INTERPRETERS = {
+    "sh": "bash", "bash": "bash", "dash": "bash", "ksh": "bash", "zsh": "bash", "ash": "bash",
+    "python": "python", "ruby": "ruby", "node": "javascript", "php": "php", "perl": "perl",
+}  # fmt: skip
+
+
 def refine_language(language: str | None, lines: list[str], path: str = "") -> str | None:
-    """What the first lines say: a `.h` header is C++ when it has a class, a namespace or a
-    template; a chart's `templates/*.yaml` or `NOTES.txt` with `{{ }}` actions is a Go template."""
+    """What the first lines say: a script without an extension is in its `#!` interpreter's
+    language; a `.h` header is C++ when it has a class, a namespace or a template; a chart's
+    `templates/*.yaml` or `NOTES.txt` with `{{ }}` actions is a Go template."""
+    if language is None and lines and lines[0].startswith("#!"):
+        m = _SHEBANG.match(lines[0])
+        return _INTERPRETERS.get(m.group(1)) if m is not None else None
     if language == "c" and any(_CPP_MARK.match(line) for line in lines[:400]):
         return "cpp"
     if _CHART_TEMPLATE.search(path) and any("{{" in line for line in lines[:400]):

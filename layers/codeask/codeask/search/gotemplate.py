@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 # `{{- include "x" . -}}`: the action's words without its trim markers; `.*?` stops at the first `}}`.
-_ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
+# A comment ends at `*/}}`, not at the first `}}`: its usage notes hold actions of their own.
+_ACTION = re.compile(r"\{\{-?\s*(/\*.*?\*/|.*?)\s*-?\}\}", re.S)
 _KEYWORD = re.compile(r"(\w+)")
 _QUOTED = re.compile(r'"([^"\n]*)"|`([^`\n]*)`')
 _CALLERS = re.compile(r'\b(include|template)\s+["`]')
@@ -40,6 +41,8 @@ class TemplateHit:
     whole: tuple[int, int] | None = None
     extent: tuple[int, int] | None = None
     defines: str | None = None
+    encloser: tuple[str, int] | None = None  # the define a row is in: its name and first row
+    belongs_to: int | None = None  # a YAML comment line's: the row of the key below it
 
 
 class TemplateSyntax:
@@ -108,6 +111,8 @@ class TemplateSyntax:
         hit = TemplateHit("reference", [b.label for b in defines])
         if defines:
             hit.extent = (defines[-1].start, defines[-1].end)
+            if defines[-1].name:
+                hit.encloser = (defines[-1].name, defines[-1].start)
         col = spans[0][0] if spans else len(self.lines[row - 1]) - len(self.lines[row - 1].lstrip())
         end = spans[0][1] if spans else col + 1
         defining = next((b for b in defines if b.start == row and b.name_cols), None)
@@ -124,7 +129,15 @@ class TemplateSyntax:
             elif any(r == row and c0 < end and col < c1 for r, c0, c1 in self.calls):
                 hit.kind = "call"
         if self.yaml:
-            path, own_key = yaml_path(self.lines, row)
+            key_row = row
+            if hit.kind == "comment" and self.lines[row - 1].lstrip().startswith("#"):
+                below = described_row(self.lines, row)
+                if below is not None:  # a comment above a key is about that key
+                    key_row = hit.belongs_to = below
+            path, own_key = yaml_path(self.lines, key_row)
+            if key_row != row and own_key is not None:
+                text = self.lines[key_row - 1]
+                path.append(text[own_key[0] : own_key[1]].strip("\"'- "))
             hit.scope += path
             if own_key is not None and hit.kind == "reference" and own_key[0] <= col < own_key[1]:
                 hit.kind = "definition"  # the match is in the key, as in a config file
@@ -142,6 +155,26 @@ class TemplateSyntax:
                 return True
         text = self.lines[row - 1].lstrip()
         return self.yaml and text.startswith("#")
+
+
+def described_row(
+    lines: list[str], row: int, markers: tuple[str, ...] = ("#",), reach: int = 30
+) -> int | None:
+    """The row right below the comment block a comment line is in (1-based): what the comment
+    is about, skipping a template's own lines. None for a file's opening comment, or a block
+    that a blank line parts from what follows."""
+    first = row
+    while first > 1 and lines[first - 2].strip().startswith(markers):
+        first -= 1
+    if first == 1:
+        return None  # a file's opening comment is about the file
+    for j in range(row, min(len(lines), row + reach)):
+        s = lines[j].strip()
+        if not s:
+            return None
+        if not s.startswith((*markers, "{{")):
+            return j + 1
+    return None
 
 
 def yaml_path(lines: list[str], row: int) -> tuple[list[str], tuple[int, int] | None]:

@@ -230,7 +230,7 @@ RULES: dict[str, Rules] = {
         locals_query="(assignment_expression left: (variable_name) @n)",
     ),
     "bash": Rules(
-        scopes=_f("function_definition"),
+        scopes=_f("function_definition", "case_item"),  # a case arm labels what runs in it
         values=_f("variable_assignment"),
         locals_query="(variable_assignment name: (variable_name) @n)",
     ),

@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeask.search import elsewhere
+from codeask.search import elsewhere, repeats
 from codeask.search.filekinds import file_kind, language_of, refine_language, says_generated
 from codeask.search.patterns import is_identifier
 from codeask.search.query import FileHits, Hit, SearchOutcome
@@ -29,8 +29,21 @@ BODY_HEAD = 30
 BODY_CHARS = 3_200
 MAX_BODIES = 4  # in a result of many hits, half as many
 FEW_HITS = 3  # a result this small shows the whole function each hit is in ...
-FEW_BODY = 80  # ... when it has at most this many lines
-SHORT_FUNCTION = 60  # with room to spare, a lone hit in a function this short shows all of it
+FEW_BODY = 40  # ... when it has at most this many lines (a longer one: lines around the hit)
+SHORT_FUNCTION = 40  # with room to spare, a lone hit in a function this short shows all of it
+# A definition of up to WHOLE_LINES lines (and WHOLE_CHARS) is shown whole, never cut a few
+# lines short of its end: a cut hides at least MIN_HIDDEN lines, or there is none. When the
+# result's bodies are spent, one of up to CHEAP_BODY_CHARS (a YAML block) is still shown whole.
+WHOLE_LINES = 40
+WHOLE_CHARS = 4_000
+MIN_HIDDEN = 10
+CHEAP_BODY_CHARS = 900
+REPEAT_LINES = 12  # a body this long already shown by an earlier result shows only its signature
+ALIAS_NEAR = 4  # alias lines this close after a definition's end are shown with it
+CALL_AROUND = 5  # a call site widens to this many lines either side, no more
+GAP_ROWS = 8  # with room to spare, a gap this short between shown lines is filled
+SMALL_FILE = 40  # with room to spare, a file this short with a hit is shown whole
+COMMENT_BLOCK = 10  # a comment hit shows the lines down to the key or code it describes
 NONCODE = frozenset({"docs", "generated", "vendored"})
 NONCODE_FULL = 3  # hits of a docs, generated or vendored file shown in full; the rest are previews
 NONCODE_CONTEXT = 2  # of those, how many get lines around them
@@ -38,6 +51,8 @@ MACRO_LINES = (
     25  # a top-level macro use shows the macro's definition from the same file if this short
 )
 USES_FOR = 3  # definitions given a "called from" line (one rg for all their names)
+ENCLOSER_HITS = 4  # in a result this small, a hit inside a definition says where that is used
+GUARD_CHARS = 80
 USE_SCOPE_FILES = 4  # files parsed to name the function a use is in
 PREVIEW_PARSE_FILES = 8  # files parsed only so that their previews can name their scope
 TOP_CONTEXT = 10  # the best hits get their context before lower hits get room at all
@@ -57,11 +72,20 @@ class FileSource:
     """How the renderer reads files: every line through the toolbox's masked view."""
 
     def __init__(
-        self, lines: Callable[[str], list[str] | None], key: Callable[[str], tuple[str, str]]
+        self,
+        lines: Callable[[str], list[str] | None],
+        key: Callable[[str], tuple[str, str]],
+        seen: dict[str, set[int]] | None = None,
     ) -> None:
         self.lines = lines
         self.key = key
         self.parse_s = 0.0
+        # rows earlier results (and reads) of this conversation showed, by path: a long body
+        # shown again is its signature and a pointer back
+        self.seen: dict[str, set[int]] = seen if seen is not None else {}
+
+    def remember(self, path: str, rows: set[int]) -> None:
+        self.seen.setdefault(path, set()).update(rows)
 
     def syntax(self, fh: FileHits) -> FileSyntax | None:
         try:
@@ -99,6 +123,9 @@ class ShownFile:
     full_lines: set[int] = field(default_factory=set)
     cuts: dict[int, int] = field(default_factory=dict)  # a body's last row shown -> its last row
     uses: dict[int, str] = field(default_factory=dict)  # a definition hit's row -> where it is used
+    notes: dict[int, list[str]] = field(default_factory=dict)  # a hit's row -> lines under it
+    earlier: dict[int, tuple[int, int]] = field(default_factory=dict)  # row -> rows shown before
+    same: dict[int, list[int]] = field(default_factory=dict)  # a hit's row -> rows reading the same
 
     @property
     def lines(self) -> list[str] | None:
@@ -134,6 +161,32 @@ class ShownFile:
         return clip(" › ".join(parts), 70)
 
 
+@dataclass
+class UseWanted:
+    """A definition whose uses a result tells: its own hit, or a hit inside it (`enclosing`)."""
+
+    f: ShownFile
+    h: Hit
+    name: str
+    row: int  # the row naming the definition
+    enclosing: bool
+    aliases: list[str]  # other names of it (`weak_alias (__getdelim, getdelim)`)
+
+
+@dataclass
+class UseSite:
+    scope: str
+    guard: str
+    kind: str
+
+
+def _usable_name(name: str, f: ShownFile) -> bool:
+    """A name whose uses rg can find: an identifier, or a template's quoted name."""
+    if re.fullmatch(r"[A-Za-z_$][\w$]*", name):
+        return True
+    return f.syntax is not None and f.syntax.template is not None
+
+
 class Layout:
     """Plans which hits are shown in full, previewed or counted, measuring with the writer."""
 
@@ -156,7 +209,15 @@ class Layout:
                     f.hits = [h for h in f.hits if h not in longer]
                     f.rescore()
             files = sorted((f for f in files if f.hits), key=lambda f: (-f.score, f.path))
+        # The same licence line in a hundred files, the same sentence under ten parameters:
+        # one is shown, the rest are counted with it.
+        files, self.repeated = repeats.fold_across(files)
         self.files = [ShownFile(f) for f in files]
+        for sf in self.files:
+            sf.same = repeats.fold_within(sf.fh)
+        self.folded = sum(len(r.where) for r in self.repeated) + sum(
+            len(rows) for sf in self.files for rows in sf.same.values()
+        )
         self.write: Callable[[], str] = lambda: ""
         self._text = ""
         self.few = False
@@ -228,7 +289,7 @@ class Layout:
         order = self._order()
         show_all = len(order) <= ALL_SHOWN
         self.few = len(order) <= FEW_HITS
-        uses = self._start_uses() if show_all else None
+        uses = self._start_uses(len(order)) if show_all else None
         bodies = MAX_BODIES if show_all else MAX_BODIES // 2
         used = 0
         labels: dict[str, set[str]] = {}
@@ -254,13 +315,13 @@ class Layout:
                 seen.add(label)
                 used += cost
                 if placed < TOP_CONTEXT and not (noncode and len(f.full) > NONCODE_CONTEXT):
-                    rows, is_body = self._context(f, h, bodies > 0)
-                    if not show_all:
+                    rows, is_body, ends = self._context(f, h, bodies > 0)
+                    if not show_all and not (is_body and self._whole_enough(f, rows)):
                         rows = self._within(f, rows, share - used)
                     if rows:
                         bodies -= is_body
                         used += self._rows_cost(f, rows)
-                        self._note_cut(f, h, rows)
+                        self._note_cut(f, h, rows, ends)
                         self._add_rows(f, h, rows, added)
                 placed += 1
                 continue
@@ -281,62 +342,91 @@ class Layout:
             self._show_uses(*uses)
         self._fit(order, added)
 
-    def _start_uses(self) -> tuple[list[tuple[ShownFile, Hit, str]], Future[Any]] | None:
+    def _start_uses(self, hits: int) -> tuple[list[UseWanted], Future[Any]] | None:
         """In a small result, the best few definitions whose uses it does not show get a line
-        saying where they are called from: one more rg for all their names, capped, started now
-        so that it runs while the rest of the result is laid out."""
+        saying where they are called from (with their C aliases' callers); in a result of a
+        few hits, so does the definition a hit is inside. One more rg for all their names,
+        capped, started now so that it runs while the rest of the result is laid out."""
         lookup = self.o.lookup
         if lookup is None:
             return None
-        candidates: list[tuple[float, ShownFile, Hit, str]] = []
+        candidates: list[tuple[float, UseWanted]] = []
+        defined = {info.defines for f in self.files for info in f.infos.values() if info.defines}
         for f in self.files:
             if f.syntax is None or f.syntax.config:
                 continue
             for h in f.fh.hits:
                 info = f.infos.get(h.line)
-                if h.kind != "definition" or info is None or not info.defines or not info.whole:
+                if info is None:
                     continue
-                if info.whole[1] > info.whole[0] or f.syntax.template is not None:
-                    candidates.append((h.score, f, h, info.defines))
+                if h.kind == "definition" and info.defines and info.whole:
+                    if _usable_name(info.defines, f) and (
+                        info.whole[1] > info.whole[0] or f.syntax.template is not None
+                    ):
+                        aliases = [a for d, a, _ in f.syntax.aliases() if d == info.defines]
+                        candidates.append(
+                            (h.score, UseWanted(f, h, info.defines, h.line, False, aliases))
+                        )
+                elif (
+                    hits <= ENCLOSER_HITS
+                    and info.encloser is not None
+                    and h.kind not in ("comment", "import")
+                    and info.encloser[0] not in defined
+                    and _usable_name(info.encloser[0], f)
+                ):
+                    name, row = info.encloser
+                    candidates.append((h.score / 2, UseWanted(f, h, name, row, True, [])))
         candidates.sort(key=lambda c: -c[0])
         shown_uses = self._names_used()
         names: set[str] = set()
-        chosen: list[tuple[ShownFile, Hit, str]] = []
-        for _, f, h, name in candidates:
-            if name not in shown_uses and name not in names and len(chosen) < USES_FOR:
-                names.add(name)  # a name defined twice (a method and its override) is told once
-                chosen.append((f, h, name))
+        chosen: list[UseWanted] = []
+        for _, want in candidates:
+            if want.name not in shown_uses and want.name not in names and len(chosen) < USES_FOR:
+                names.add(
+                    want.name
+                )  # a name defined twice (a method and its override) is told once
+                chosen.append(want)
         if not chosen:
             return None
-        wanted = [(name, f.fh.path, h.line) for f, h, name in chosen]
+        wanted = [(name, w.f.fh.path, w.row) for w in chosen for name in [w.name, *w.aliases]]
         pool = ThreadPoolExecutor(max_workers=1)
         future = pool.submit(elsewhere.find_uses, lookup, wanted)
         pool.shutdown(wait=False)
         return chosen, future
 
-    def _show_uses(self, chosen: list[tuple[ShownFile, Hit, str]], future: Future[Any]) -> None:
-        found: dict[tuple[str, int], elsewhere.Uses] = future.result()
+    def _show_uses(self, chosen: list[UseWanted], future: Future[Any]) -> None:
+        try:
+            found: dict[tuple[str, str, int], elsewhere.Uses] = future.result()
+        except Exception:  # noqa: BLE001 - uses are a note: without them the result says less
+            return
         parsed: set[str] = set()
-        for f, h, _name in chosen:
-            uses = found.get((f.fh.path, h.line))
-            if uses is None or h not in f.full:
+        for w in chosen:
+            f, h = w.f, w.h
+            uses = found.get((w.name, f.fh.path, w.row))
+            if uses is None or h not in f.full or h.line in f.uses:
                 continue
+            for alias in w.aliases:
+                other = found.get((alias, f.fh.path, w.row))
+                if other is not None:
+                    uses.merge(other)
             kept: list[elsewhere.Use] = []
-            for use in uses.sites:
+            for use in uses.sites[: elsewhere.USE_CANDIDATES]:
                 if len(kept) == elsewhere.USE_SITES:
                     break
                 if use.path in parsed or (
                     len(parsed) < USE_SCOPE_FILES and self.source.parse_s < PARSE_BUDGET_S
                 ):
                     parsed.add(use.path)
-                    scope, kind = self._scope_of(use.path, use.line, uses.name)
-                    if kind == "comment":
-                        uses.total -= 1
-                        continue  # inside a block comment, which the line alone did not show
-                    use.scope = scope
+                    where = self._where(use.path, use.line, use.text)
+                    if where.kind == "comment":
+                        uses.mentions.append(use)  # inside a block comment: a mention
+                        continue
+                    use.scope, use.guard = where.scope, where.guard
                 kept.append(use)
-            uses.sites = kept
-            f.uses[h.line] = uses.describe()
+            uses.sites = [u for u in uses.sites if u not in uses.mentions]
+            said = uses.describe(kept, enclosing=w.enclosing)
+            if said is not None:
+                f.uses[h.line] = said
 
     def _names_used(self) -> set[str]:
         """Names the result already shows used (a search for the name itself has its callers)."""
@@ -347,23 +437,31 @@ class Layout:
                     words.update(_NAME.findall(h.text))
         return words
 
-    def _scope_of(self, path: str, line: int, name: str) -> tuple[str, str]:
-        """The function a use is in, in a few words, and the use's kind, from the parser."""
+    def _where(self, path: str, line: int, text: str) -> UseSite:
+        """The function a use is in, in a few words, the condition it is under, and the use's
+        kind, from the parser."""
         fh = FileHits(path, file_kind(path), language_of(path))
         syntax = self.source.syntax(fh)
         if syntax is None:
-            return "", "reference"
-        text = syntax.lines[line - 1] if 1 <= line <= len(syntax.lines) else ""
-        at = text.find(name)
-        spans = [(at, at + len(name))] if at >= 0 else []
+            return UseSite("", "", "reference")
+        words = [w for w in _NAME.findall(text) if len(w) > 2]
+        row_text = syntax.lines[line - 1] if 1 <= line <= len(syntax.lines) else ""
+        at = next((row_text.find(w) for w in words if w in row_text), -1)
+        spans = [(at, at + 1)] if at >= 0 else []
         syntax.prepare([line])
         info = syntax.info(line, spans)
         scope = info.scope
         if not scope or (info.extent is not None and info.extent[0] == line):
-            return "", info.kind  # a macro line read as the start of a definition names nothing
+            return UseSite("", "", info.kind)  # a macro line read as a definition names nothing
         inner = scope[-1]
         short = clip(inner.split("(", 1)[0].strip(), 60) + ("()" if "(" in inner else "")
-        return short, info.kind
+        guard = ""
+        for row in syntax.context(line, spans).headers:
+            head = syntax.lines[row - 1].strip() if 1 <= row <= len(syntax.lines) else ""
+            if _GUARD.match(head) and (info.extent is None or row > info.extent[0]):
+                guard = clip(head, GUARD_CHARS)
+                break
+        return UseSite(short, guard, info.kind)
 
     def _context_for_the_rest(
         self,
@@ -379,9 +477,9 @@ class Layout:
             if h not in f.full or (f.fh.kind in NONCODE and f.full.index(h) >= NONCODE_CONTEXT):
                 continue
             if f.syntax is not None:
-                rows, is_body = self._context(f, h, bodies > 0)
+                rows, is_body, ends = self._context(f, h, bodies > 0)
                 bodies -= is_body
-                self._note_cut(f, h, rows)
+                self._note_cut(f, h, rows, ends)
                 self._add_rows(f, h, rows, added)
 
     @staticmethod
@@ -398,49 +496,132 @@ class Layout:
             kept.add(r)
         return kept
 
-    def _note_cut(self, f: ShownFile, h: Hit, rows: set[int]) -> None:
+    def _note_cut(self, f: ShownFile, h: Hit, rows: set[int], ends: int | None) -> None:
         """A definition shown only in part says where it ends, so one read can fetch the rest."""
-        info = f.infos.get(h.line)
-        if h.kind != "definition" or info is None or info.whole is None or not rows:
+        body = {r for r in rows | {h.line} if r <= ends} if ends is not None else set()
+        if not body or ends is None:
             return
-        last_shown = max(rows | {h.line})
-        if last_shown < info.whole[1]:
-            f.cuts[last_shown] = info.whole[1]
+        last_shown = max(body)
+        if last_shown < ends and last_shown not in f.earlier:
+            f.cuts[last_shown] = ends
 
-    def _context(self, f: ShownFile, h: Hit, body_allowed: bool) -> tuple[set[int], bool]:
-        """Rows to show with a hit, and whether they are a whole body: a definition to its end
-        (its signature not counted against the cap), the whole function of a hit in a small
-        result, or the lines around it."""
+    def _whole_enough(self, f: ShownFile, rows: set[int]) -> bool:
+        """A body small enough never to be cut to the budget's share (the result's fit still is)."""
+        return len(rows) <= WHOLE_LINES and self._rows_cost(f, rows) <= WHOLE_CHARS
+
+    def _context(
+        self, f: ShownFile, h: Hit, body_allowed: bool
+    ) -> tuple[set[int], bool, int | None]:
+        """Rows to show with a hit, whether they are a whole body, and the last row of the
+        definition they show (for the note where it goes on to): a definition to its end (its
+        signature not counted against the cap) with the aliases right after it, the aliased
+        definition of an alias line, the whole function of a hit in a small result, or the
+        lines around it."""
         if f.syntax is None:
-            return set(), False
+            return set(), False, None
         info = f.infos.get(h.line) or HitInfo()
         if info.whole and h.kind == "definition" and info.whole[1] > info.whole[0]:
             first, last = info.whole
             while first < h.line and _LEAD_IN.match(f.text(first)):
                 first += 1  # glibc's `libc_hidden_def (x)` before a function is read as part of it
             signature_end = min(max(info.header_end or h.line, h.line), last)
-            if not body_allowed:
-                return set(range(first, min(signature_end + 2, last) + 1)), False
-            end = last if last - signature_end <= BODY_LINES else signature_end + BODY_HEAD
-            rows, size = set(), 0
-            for r in range(first, end + 1):
-                if r > signature_end:
-                    size += min(len(f.text(r)), CONTEXT_CHARS) + 10
-                    if size > BODY_CHARS:
-                        break
-                rows.add(r)
-            return rows, True
+            rows = self._body(f, first, signature_end, last, body_allowed)
+            if info.defines:
+                rows |= self._aliases_after(f, h, info.defines, last, max(rows) == last)
+            return rows, body_allowed, last
+        aliased = self._aliased(f, h)
+        if aliased is not None:
+            first, signature_end, last = aliased
+            rows = self._body(f, first, signature_end, last, body_allowed) | {h.line - 1}
+            rows |= set(range(last + 1, h.line))
+            return rows, body_allowed, last
         if self.few and body_allowed and info.extent is not None:
             lo, hi = info.extent
             if hi - lo < FEW_BODY:
-                return set(range(lo, hi + 1)), True
+                if self._seen_before(f, lo, hi):
+                    return self._around(f, h), False, None
+                return set(range(lo, hi + 1)), True, None
         rows = self._around(f, h)
         macro = _MACRO_USE.match(f.text(h.line)) if info.extent is None else None
         if macro is not None:
             span = f.syntax.macro_definition(macro.group(1))
             if span is not None and span[1] - span[0] < MACRO_LINES:
                 rows |= set(range(span[0], span[1] + 1))
-        return rows, False
+        target = _MACRO_ALIAS.match(f.text(h.line)) if h.kind == "definition" else None
+        if target is not None:  # `#define A B`: what B's own define holds, one hop on
+            span = f.syntax.macro_definition(target.group(1))
+            if span is not None and span[1] - span[0] < MACRO_LINES:
+                rows |= set(range(span[0], span[1] + 1))
+                if f.text(span[0] - 1).lstrip().startswith("#if"):
+                    rows.add(span[0] - 1)
+        return rows, False, None
+
+    def _body(
+        self, f: ShownFile, first: int, signature_end: int, last: int, allowed: bool
+    ) -> set[int]:
+        """A definition's rows: whole when it is small (or cheap, once the result's bodies are
+        spent), else its signature and the head of its body, never cut a few lines short.
+        One an earlier result showed already is its signature only, said so."""
+        whole = set(range(first, last + 1))
+        if last - signature_end > REPEAT_LINES and self._seen_before(f, signature_end + 1, last):
+            f.earlier[signature_end] = (signature_end + 1, last)
+            return set(range(first, signature_end + 1))
+        if (allowed and self._whole_enough(f, whole)) or (
+            self._rows_cost(f, whole) <= CHEAP_BODY_CHARS
+        ):
+            return whole
+        if not allowed:
+            return set(range(first, min(signature_end + 2, last) + 1))
+        end = last if last - signature_end <= BODY_LINES else signature_end + BODY_HEAD
+        rows, size = set(), 0
+        for r in range(first, end + 1):
+            if r > signature_end:
+                size += min(len(f.text(r)), CONTEXT_CHARS) + 10
+                if size > BODY_CHARS:
+                    break
+            rows.add(r)
+        if last - max(rows) < MIN_HIDDEN and self._rows_cost(f, whole) <= BODY_CHARS * 1.5:
+            return whole  # a cut would hide only a few lines
+        head_end = max(rows)
+        if head_end - signature_end > REPEAT_LINES and self._seen_before(
+            f, signature_end + 1, head_end
+        ):  # the same head as an earlier result showed: not again
+            f.earlier[signature_end] = (signature_end + 1, head_end)
+            return set(range(first, signature_end + 1))
+        return rows
+
+    def _seen_before(self, f: ShownFile, lo: int, hi: int) -> bool:
+        """Most of these rows were shown by an earlier result (or read) in this conversation."""
+        seen = self.source.seen.get(f.fh.path)
+        if not seen or hi < lo:
+            return False
+        return sum(1 for r in range(lo, hi + 1) if r in seen) >= 0.9 * (hi - lo + 1)
+
+    def _aliases_after(
+        self, f: ShownFile, h: Hit, name: str, last: int, to_the_end: bool
+    ) -> set[int]:
+        """The alias lines right after a definition shown to its end (`weak_alias (__getdelim,
+        getdelim)`), shown with it; any other alias gets a line under the hit."""
+        rows: set[int] = set()
+        assert f.syntax is not None
+        for defined, alias, row in f.syntax.aliases():
+            if defined != name or row == h.line:
+                continue
+            if to_the_end and last < row <= last + ALIAS_NEAR:
+                rows |= set(range(last + 1, row + 1))
+            else:
+                note = f"↳ also named `{alias}`: line {row}, {f.text(row).strip()}"
+                f.notes.setdefault(h.line, []).append(clip(note, CONTEXT_CHARS))
+        return rows
+
+    def _aliased(self, f: ShownFile, h: Hit) -> tuple[int, int, int] | None:
+        """For a hit on an alias line, the rows of the definition it names in the same file."""
+        if f.syntax is None or not f.syntax.aliases():
+            return None
+        defined = next((d for d, _, row in f.syntax.aliases() if row == h.line), None)
+        if defined is None:
+            return None
+        return f.syntax.definition_of(defined)
 
     @staticmethod
     def _add_rows(
@@ -497,21 +678,26 @@ class Layout:
 
     def _widen(self, order: list[tuple[ShownFile, Hit]], text: str) -> str:
         """Room to spare: more of each code hit's function, best hits first, so that the loop,
-        the call or the formula a few lines away comes without a read; at last, the whole of a
-        short function that only one hit is in."""
-        for stage in (*WIDER, None):
+        the call or the formula a few lines away comes without a read; then the whole of a
+        short function that only one hit is in; then the short gaps between shown lines; at
+        last, the whole of a short file."""
+        for stage in (*WIDER, None, "gaps", "file"):
             grown: list[tuple[ShownFile, set[int]]] = []
             room = self.budget * 0.95 - len(text)
-            for f, h in order:
-                rows = self._wider(f, h, stage)
+            if stage in ("gaps", "file"):
+                wanted = [(f, self._filler(f, stage)) for f in self.files if f.full]
+            else:
+                wanted = [(f, self._wider(f, h, stage)) for f, h in order]  # type: ignore[arg-type]
+            for i, (f, rows) in enumerate(wanted):
                 new = {r for r in rows if r not in f.rows and r not in f.full_lines}
                 cost = self._rows_cost(f, new)
                 if not new or cost > room:
                     continue
                 room -= cost
                 f.rows |= new
-                for r in new:
-                    f.owner.setdefault(r, h)
+                if stage not in ("gaps", "file"):  # filler rows belong to no hit
+                    for r in new:
+                        f.owner.setdefault(r, order[i][1])
                 grown.append((f, new))
             if not grown:
                 continue
@@ -523,6 +709,22 @@ class Layout:
             text = wider
         return text
 
+    def _filler(self, f: ShownFile, stage: str) -> set[int]:
+        """Rows that leave no short gap (`gaps`), or a short file's every row (`file`)."""
+        lines = f.lines
+        if lines is None:
+            return set()
+        if f.cuts or f.earlier or f.fh.kind in NONCODE:
+            return set()  # the notes of a definition shown in part stand where it stops
+        if stage == "file":
+            return set(range(1, len(lines) + 1)) if len(lines) <= SMALL_FILE else set()
+        shown = sorted(f.rows | f.full_lines)
+        rows: set[int] = set()
+        for a, b in zip(shown, shown[1:], strict=False):
+            if 1 < b - a <= GAP_ROWS + 1:
+                rows |= set(range(a + 1, b))
+        return rows
+
     def _wider(self, f: ShownFile, h: Hit, stage: tuple[int, int] | None) -> set[int]:
         if h.line not in f.full_lines or h.kind in ("comment", "string") or not f.lines:
             return set()
@@ -532,14 +734,20 @@ class Layout:
         if info is None:
             return set()
         if stage is None:
-            if info.extent is None or h.kind == "definition":
+            if info.extent is None or h.kind in ("definition", "call"):
                 return set()
             lo, hi = info.extent
             alone = sum(1 for r in f.full_lines if lo <= r <= hi) == 1
-            return set(range(lo, hi + 1)) if alone and hi - lo < SHORT_FUNCTION else set()
+            if not alone or hi - lo >= SHORT_FUNCTION or self._seen_before(f, lo, hi):
+                return set()
+            return set(range(lo, hi + 1))
         before, after = stage
+        if h.kind == "call":  # a call site needs its function's name and a few lines around it
+            before, after = min(before, CALL_AROUND), min(after, CALL_AROUND)
         if h.kind == "definition" and info.whole:
             lo, hi = h.line, info.whole[1]  # further into its own body
+            if h.line in f.earlier or any(lo <= r <= hi for r in f.earlier):
+                return set()  # shown by an earlier result: not again
         elif info.extent:
             lo, hi = info.extent  # more of the function it is in
         else:
@@ -575,6 +783,9 @@ class Layout:
         return fits
 
     def _around(self, f: ShownFile, h: Hit) -> set[int]:
+        """The lines around a hit: its statement, the blocks it is in, where its names were set,
+        the entry it is part of, a comment's key or code below it; ending past a line that
+        opens a block rather than on it."""
         lo, hi = 1, len(f.lines or [])
         info = f.infos.get(h.line)
         if info is not None and info.extent is not None:
@@ -585,14 +796,34 @@ class Layout:
         ctx: Context = f.syntax.context(h.line, h.spans)
         if ctx.statement:
             want |= set(range(ctx.statement[0], ctx.statement[1] + 1))
+        if ctx.item:
+            want |= set(range(max(lo, ctx.item[0]), min(hi, ctx.item[1]) + 1))
         want |= set(ctx.headers[:2]) | set(ctx.assignments[:2])
+        below = info.belongs_to if info is not None else None
+        if below is not None and below > h.line:
+            if below - h.line <= COMMENT_BLOCK:
+                want |= set(range(h.line + 1, below + 1))
+            else:
+                want |= {below, below + 1}
+        last = max(want | {h.line})
+        for _ in range(3):
+            if last >= hi or not _OPENS.search(f.text(last)):
+                break
+            last += 1
+            want.add(last)
         # a line that is blank, a lone brace or a bare comment marker says nothing on its own
-        return {r for r in want if f.text(r).strip() not in _EMPTY_LINES}
+        return {r for r in want if lo <= r <= hi and f.text(r).strip() not in _EMPTY_LINES}
 
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*\w|\w")  # a name, with a template name's dots
+_GUARD = re.compile(
+    r"(\}\s*)?(if|elif|else if|unless|while|for|foreach|switch|case|when|with)\b|\{\{-?\s*(if|with|range)\b"
+)
 _LEAD_IN = re.compile(r"^\s*$|^[A-Za-z_]\w*\s*\([^()]*\)\s*$")  # blank, or a bare macro line
 _MACRO_USE = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*\(")  # a top-level line a C macro expands
+_MACRO_ALIAS = re.compile(r"^\s*#\s*define\s+\w+\s+([A-Za-z_]\w*)\s*(/\*.*)?$")
+# a line that opens a block goes on below: `{`, `(`, `key:`, `=>`, `do`, a YAML block scalar
+_OPENS = re.compile(r"([{(\[]|:|=>|\bdo|\bthen|\\|:\s*[|>][-+]?)\s*$")
 _EMPTY_LINES = frozenset({"", "{", "}", "};", ")", "end", "#", "##", "//", "/*", "*/", "*"})
 
 

@@ -261,7 +261,7 @@ def search(
                lambda big: rg_run(pattern, pat.ignore_case or both_cases, 1, big.path),
                deadline)  # fmt: skip
         outcome.files = _rank(snapshot, pat, matches, both_cases)
-        outcome.lookup = rg_all
+        outcome.lookup = _with_large_files(rg_all, snapshot, max_filesize)
 
         def word_run(word: str, cap: int) -> tuple[list[RawMatch], bool]:
             r = run_rg(rg, snapshot.root, word, target=target, globs=globs, ignore_case=True,
@@ -281,6 +281,17 @@ def search(
         return outcome
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _with_large_files(lookup: Lookup, snapshot: Snapshot, limit: int) -> Lookup:
+    """The lookup, its result capped when the snapshot has text files over the size limit: what
+    such a file names is not known, so no "no other line" may be said."""
+
+    def run(text: str, ignore_case: bool, cap: int) -> tuple[list[RawMatch], bool]:
+        found, capped = lookup(text, ignore_case, cap)
+        return found, capped or bool(_large_files(snapshot, None, [], limit))
+
+    return run
 
 
 def _large_files(

@@ -15,7 +15,7 @@ from codeask.search.layout import (
     clip,
 )
 from codeask.search.patterns import is_identifier
-from codeask.search.query import SearchOutcome
+from codeask.search.query import Hit, SearchOutcome
 
 MARKS = {
     "definition": "D",
@@ -26,6 +26,8 @@ MARKS = {
     "string": "S",
     "comment": "#",
 }
+SAME_ROWS_NAMED = 8
+REPEATS_NAMED = 3
 LEGEND = "D definition · = sets a value · > code · I import · S string · # comment"
 
 
@@ -43,6 +45,30 @@ class Writer:
 
     def _file_block(self, f: ShownFile) -> str:
         n = len(f.fh.hits)
+        hits = {h.line: h for h in f.full}
+        rows = sorted(set(hits) | f.rows)
+        width = len(str(max(rows + [h.line for h in f.preview])))
+        # a hit whose line is shown as context already is marked there, not printed twice
+        inline = {h.line: h for h in f.fh.hits if h.line in f.rows and h.line not in hits}
+        out = [self._file_head(f), *self._rows(f, hits, rows, width, inline)]
+        previews = [h for h in f.preview if h.line not in inline]
+        if previews:
+            out.append("  more in this file, one line each:")
+            for h in sorted(previews, key=lambda h: h.line):
+                text = clip(" ".join(f.text(h.line, h.text).split()), PREVIEW_CHARS)
+                scope = f.short_label(h)
+                text += f"  — in {scope}" if scope else ""
+                out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {text}")
+        counted = n - len(f.full) - len(f.preview)
+        previewed = {id(h) for h in f.preview}
+        counted -= sum(1 for h in inline.values() if id(h) not in previewed)
+        if counted:
+            out.append(f"  … and {counted} more in this file (not shown)")
+        return "\n".join(out)
+
+    @staticmethod
+    def _file_head(f: ShownFile) -> str:
+        n = len(f.fh.hits) + sum(map(len, f.same.values()))
         kind = "" if f.fh.kind == "source" else f" [{f.fh.kind}]"
         # a file's count is of the pattern's own case; other spellings are counted apart
         other_case = sum(1 for h in f.fh.hits if not h.exact_case)
@@ -54,47 +80,62 @@ class Writer:
         if len(f.full) < n:
             head += f", {len(f.full)} shown" if f.full else ""
             head += f", {len(f.preview)} as previews" if f.preview else ""
-        out = [head]
-        hits = {h.line: h for h in f.full}
-        rows = sorted(set(hits) | f.rows)
-        width = len(str(max(rows + [h.line for h in f.preview])))
+        return head
+
+    @staticmethod
+    def _rows(
+        f: ShownFile,
+        hits: dict[int, Hit],
+        rows: list[int],
+        width: int,
+        inline: dict[int, Hit] | None = None,
+    ) -> list[str]:
+        """The shown lines in order, in parts under their scope labels, with the notes under
+        each hit (where it is used, its aliases, the same line elsewhere) and where a
+        definition shown in part goes on."""
         groups: list[list[int]] = []
         for r in rows:
             if groups and r <= groups[-1][-1] + 2 and not blank_between(f, groups[-1][-1], r):
                 groups[-1].extend(range(groups[-1][-1] + 1, r + 1))  # a one-line gap is shown
             else:
                 groups.append([r])
+        gap = f"  {'⋮':>{width}}"
+        out: list[str] = []
         last_label: str | None = None
         for i, group in enumerate(groups):
-            first_hit = next((hits[r] for r in group if r in hits), None) or f.owner.get(group[0])
-            label = f.label(first_hit) if first_hit is not None else None
-            if label and label != last_label:
-                out.append(f"  in {label}")
-                last_label = label
-            elif i:
-                out.append(f"  {'⋮':>{width}}")
+            if i:
+                out.append(gap)
+            pending: list[str] = []  # lines under the hits of the part shown so far
             for r in group:
                 h = hits.get(r)
+                owner = h if h is not None else f.owner.get(r)
+                label = f.label(owner) if owner is not None else None
+                if label and label != last_label:
+                    out += pending
+                    pending = []
+                    if out and out[-1] == gap:
+                        out.pop()  # the label says a new part begins
+                    out.append(f"  in {label}")
+                    last_label = label
                 if h is not None:
-                    text = clip(f.text(r, h.text), HIT_CHARS)
-                    out.append(f"{MARKS[h.kind]} {r:>{width}}  {text}")
+                    out.append(
+                        f"{MARKS[h.kind]} {r:>{width}}  {clip(f.text(r, h.text), HIT_CHARS)}"
+                    )
+                    pending += _under(f, r)
                 else:
-                    out.append(f"  {r:>{width}}  {clip(f.text(r), CONTEXT_CHARS)}")
-            end = f.cuts.get(group[-1])
-            if end is not None:
-                out.append(f"  {'⋮':>{width}}  [… the definition goes on to line {end}]")
-            out += [f"  {f.uses[r]}" for r in group if r in f.uses and r in hits]
-        if f.preview:
-            out.append("  more in this file, one line each:")
-            for h in sorted(f.preview, key=lambda h: h.line):
-                text = clip(" ".join(f.text(h.line, h.text).split()), PREVIEW_CHARS)
-                scope = f.short_label(h)
-                text += f"  — in {scope}" if scope else ""
-                out.append(f"{MARKS[h.kind]} {h.line:>{width}}  {text}")
-        counted = n - len(f.full) - len(f.preview)
-        if counted:
-            out.append(f"  … and {counted} more in this file (not shown)")
-        return "\n".join(out)
+                    p = (inline or {}).get(r)
+                    mark = MARKS[p.kind] if p is not None else " "
+                    out.append(f"{mark} {r:>{width}}  {clip(f.text(r), CONTEXT_CHARS)}")
+                end = f.cuts.get(r)
+                if end is not None:
+                    out.append(f"{gap}  [… the definition goes on to line {end}]")
+                earlier = f.earlier.get(r)
+                if earlier is not None:
+                    out.append(
+                        f"{gap}  [… lines {earlier[0]}–{earlier[1]}, shown in an earlier result]"
+                    )
+            out += pending
+        return out
 
     def _head(self) -> str:
         o = self.o
@@ -112,13 +153,17 @@ class Writer:
             head += " (the search timed out: results are partial)"
         elif o.stopped_early:
             head += " (the search stopped at its cap: there are more)"
-        counted = total - inside - full - previews
+        folded = self.layout.folded
+        counted = total - inside - folded - full - previews
         if not counted and not inside and not o.stopped_early and not o.timed_out:
-            head += "; complete: every match is shown, ranked."
+            head += "; complete: every match is shown, ranked"
+            head += f" ({folded} repeats of a shown line folded)." if folded else "."
         else:
             parts = [f"{full} shown with context"]
             if previews:
                 parts.append(f"{previews} as one-line previews")
+            if folded:
+                parts.append(f"{folded} repeats of a shown line folded")
             if counted:
                 parts.append(f"{counted} only counted")
             head += f"; {', '.join(parts)} (ranked: definitions and code first)."
@@ -143,8 +188,16 @@ class Writer:
             lines.append(note)
         if inside:
             lines.append(self._inside_note(inside))
+        for r in self.layout.repeated[:REPEATS_NAMED]:
+            where = ", ".join(f"{display_path(p)}:{n}" for p, n in r.where[:4])
+            more = f" and {len(r.where) - 4} more files" if len(r.where) > 4 else ""
+            lines.append(
+                f"Folded: `{clip(r.text, PREVIEW_CHARS)}` is shown once; the same line in "
+                f"{len(r.where)} more files: {where}{more}."
+            )
         if o.outside is not None:
             lines.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
+            lines += o.outside.each_file()
         if shown_files:
             lines.append(f"Marks: {LEGEND}.")
         return "\n".join(lines)
@@ -213,6 +266,19 @@ class Writer:
         return [line + "."]
 
 
+def _under(f: ShownFile, row: int) -> list[str]:
+    """The lines under a hit: where its definition is used, other names, the same line again."""
+    out = [f"  {f.uses[row]}"] if row in f.uses else []
+    out += [f"  {n}" for n in f.notes.get(row, [])]
+    same = f.same.get(row)
+    if same:
+        where = ", ".join(map(str, same[:SAME_ROWS_NAMED]))
+        more = f" and {len(same) - SAME_ROWS_NAMED} more" if len(same) > SAME_ROWS_NAMED else ""
+        ls, s = ("line reads", "") if len(same) == 1 else ("lines read", "s")
+        out.append(f"  ↳ {len(same)} more {ls} the same around the match: {where}{more}")
+    return out
+
+
 def filter_text(o: SearchOutcome) -> str:
     """The path and glob a search was limited to, as a note names them."""
     parts = [f"glob {display_path(o.glob)}"] if o.glob else []
@@ -233,6 +299,7 @@ def no_matches(o: SearchOutcome) -> str:
     out = [head + "."]
     if o.outside is not None:
         out.append(f"Outside {filter_text(o)}: {o.outside.describe()}.")
+        out += o.outside.each_file()
     if o.near_misses:
         out.append("Each word of the pattern searched alone (ignoring case):")
         for t in o.near_misses:
@@ -250,4 +317,7 @@ def no_matches(o: SearchOutcome) -> str:
 
 def render(outcome: SearchOutcome, source: FileSource, budget: int = BUDGET) -> str:
     layout = Layout(outcome, source, budget)
-    return layout.fill(Writer(outcome, layout).text)
+    text = layout.fill(Writer(outcome, layout).text)
+    for f in layout.files:
+        source.remember(f.fh.path, f.rows | {h.line for h in f.full})
+    return text

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeask.search import heuristics, languages
-from codeask.search.gotemplate import TemplateSyntax
+from codeask.search.gotemplate import TemplateSyntax, described_row
 from codeask.search.languages import (
     ASSIGNMENTS,
     CALLEE_FIELDS,
@@ -28,6 +28,14 @@ SLICEABLE = frozenset({"c", "cpp", "go", "rust", "javascript", "typescript", "ts
 CACHE_BYTES = 24_000_000  # parsed sources kept per process; snapshots are immutable
 SCOPE_CHARS = 110
 NEARBY_ROWS = 30  # how far above a hit an assignment of one of its names is worth a line
+ITEM_ROWS = 9  # an element around a hit shown whole with it when it spans fewer rows ...
+ITEM_ABOVE = 2  # ... and starts at most this far above it
+_LABEL_ONLY = frozenset({"case_item"})  # scopes that label a hit but define no name
+# glibc's symbol macros: `weak_alias (__strverscmp, strverscmp)`, `strong_alias (a, b)`,
+# `libm_alias_double (__cos, cos)`, `versioned_symbol (libc, __x, x, GLIBC_2_1)`
+_ALIAS_LINE = re.compile(
+    r"^\s*(?P<macro>\w*(?:alias|symbol)\w*)\s*\((?P<args>[\w\s,]*)\)\s*;?\s*(?:/\*.*)?$"
+)
 _CODE_ISLANDS = frozenset(
     {"interpolation", "template_substitution", "expansion", "command_substitution",
      "simple_expansion", "string_interpolation", "escape_interpolation"}
@@ -66,6 +74,8 @@ class HitInfo:
     header_end: int | None = None  # last row of that definition's signature
     extent: tuple[int, int] | None = None  # 1-based rows of the innermost enclosing scope
     defines: str | None = None  # the name a definition hit defines
+    encloser: tuple[str, int] | None = None  # the enclosing definition's name and its name's row
+    belongs_to: int | None = None  # a comment line's: the row of the key or code it is above
 
 
 @dataclass
@@ -90,6 +100,7 @@ class Context:
     statement: tuple[int, int] | None = None
     headers: list[int] = field(default_factory=list)  # enclosing loops, ifs, calls: nearest first
     assignments: list[int] = field(default_factory=list)  # where names used on the line were set
+    item: tuple[int, int] | None = None  # the few rows of the element or entry the hit is in
 
 
 class FileSyntax:
@@ -119,6 +130,7 @@ class FileSyntax:
         self._covered = bytearray(len(lines) if self.sliced else 0)  # 1 for each parsed row
         # Parallel searches share cached parses; a sliced parse grows, so readers take turns.
         self._lock = threading.RLock()
+        self._aliases: list[tuple[str, str, int]] | None = None
         if self.grammar is not None and not self.sliced:
             self._parse(None)
 
@@ -178,7 +190,8 @@ class FileSyntax:
             t = self.template.info(line_no, spans)
             header_end = t.whole[0] if t.whole else None
             return HitInfo(t.kind, t.scope, whole=t.whole, header_end=header_end, extent=t.extent,
-                           defines=t.defines)  # fmt: skip
+                           defines=t.defines, encloser=t.encloser,
+                           belongs_to=t.belongs_to)  # fmt: skip
         if self.grammar is None:
             return self._heuristic_info(line_no)
         with self._lock:
@@ -201,9 +214,13 @@ class FileSyntax:
         """The statement around a hit, the blocks it sits in, and where its names were assigned."""
         if self.template is not None and 1 <= line_no <= len(self.lines):
             return Context(headers=self.template.headers(line_no)[:3])
-        if self.grammar is None or self.config or not 1 <= line_no <= len(self.lines):
+        if self.grammar is None or not 1 <= line_no <= len(self.lines):
             return Context()
         with self._lock:
+            if self.config:
+                self.prepare([line_no])
+                node, _ = self._node_at(line_no, spans[0] if spans else None)
+                return Context(item=self._item(node, line_no - 1, None))
             return self._context(line_no, spans)
 
     def _context(self, line_no: int, spans: list[tuple[int, int]]) -> Context:
@@ -232,11 +249,29 @@ class FileSyntax:
         out.headers = out.headers[:3]
         if function is not None:
             out.assignments = self._assignments(stmt, row, function)
+        if out.statement is None:
+            out.item = self._item(node, row, stmt)
         return out
 
+    def _item(self, node: Any, row: int, stop: Any) -> tuple[int, int] | None:
+        """The largest element around a hit that is still a few rows, starting near it: the
+        option entry `("max-args", {"default": 5, …})` in a long tuple, the list item or the
+        key a YAML value is under, so that context ends where the entry does."""
+        best = None
+        n = node
+        while n is not None and n is not stop and n.type not in CONTAINERS:
+            first, last = n.start_point.row, _end_row(n)
+            if last - first >= ITEM_ROWS or first < row - ITEM_ABOVE:
+                break
+            if last > first:
+                best = (first + 1, last + 1)
+            n = n.parent
+        return best
+
     def macro_definition(self, name: str) -> tuple[int, int] | None:
-        """The rows of this file's `#define name(…)`: a top-level `name (x, y)` line (glibc's
-        `TUNABLE_CALLBACK_FNDECL (set_arena_max, size_t)`) means what that macro expands to."""
+        """The rows of this file's `#define name(…)` or `#define name value`: a top-level
+        `name (x, y)` line (glibc's `TUNABLE_CALLBACK_FNDECL (set_arena_max, size_t)`) means what
+        that macro expands to; `#define A B` means what B's own define holds."""
         if self.grammar not in ("c", "cpp"):
             return None
         with self._lock:
@@ -247,11 +282,54 @@ class FileSyntax:
                 self.prepare([i + 1])
                 col = len(line.encode("utf-8", "replace")) - len(s.encode("utf-8", "replace"))
                 node = self.tree.root_node.named_descendant_for_point_range((i, col), (i, col))
-                while node is not None and node.type != "preproc_function_def":
+                while node is not None and node.type not in ("preproc_function_def", "preproc_def"):
                     node = node.parent
                 name_node = node.child_by_field_name("name") if node is not None else None
                 if name_node is not None and self._text(name_node) == name:
                     return node.start_point.row + 1, _end_row(node) + 1
+        return None
+
+    def aliases(self) -> list[tuple[str, str, int]]:
+        """The symbol aliases a C file declares: (defined name, other name, 1-based row), from
+        `weak_alias (__getdelim, getdelim)` and its kin: the public name of a definition that
+        is written under an internal one."""
+        if self.grammar not in ("c", "cpp"):
+            return []
+        found = self._aliases
+        if found is None:
+            found = []
+            for i, line in enumerate(self.lines):
+                if "alias" not in line and "symbol" not in line:
+                    continue
+                m = _ALIAS_LINE.match(line)
+                if m is None:
+                    continue
+                args = [a.strip() for a in m.group("args").split(",")]
+                if len(args) == 4 and m.group("macro").endswith("symbol"):
+                    args = args[1:3]  # versioned_symbol (libc, __x, x, GLIBC_2_1)
+                if len(args) == 2 and all(re.fullmatch(r"[A-Za-z_]\w*", a) for a in args):
+                    found.append((args[0], args[1], i + 1))
+            self._aliases = found
+        return found
+
+    def definition_of(self, name: str) -> tuple[int, int, int] | None:
+        """The rows (first, signature end, last; 1-based) of this C file's function `name`,
+        found from a line that names it at the start (`__getdelim (char **lineptr, …`) and
+        confirmed by the parser."""
+        if self.grammar not in ("c", "cpp"):
+            return None
+        rx = re.compile(rf"^(?:[A-Za-z_][\w\s*]*[\s*])?{re.escape(name)}\s*\(")
+        with self._lock:
+            for i, line in enumerate(self.lines):
+                if name not in line or not rx.match(line) or line.rstrip().endswith(";"):
+                    continue
+                self.prepare([i + 1])
+                col = line.encode("utf-8", "replace").find(name.encode("utf-8", "replace"))
+                node = self.tree.root_node.named_descendant_for_point_range((i, col), (i, col))
+                while node is not None and node.type != "function_definition":
+                    node = node.parent
+                if node is not None:
+                    return _start_row(node) + 1, self._header_end(node) + 1, _end_row(node) + 1
         return None
 
     # -- internals -------------------------------------------------------------------------------
@@ -330,7 +408,11 @@ class FileSyntax:
         is_scope = (t in self.rules.scopes and self._has_body(n)) or self._named_anonymous(n)
         if is_scope:
             walk.chain.append(n)
-        if "definition" in walk.flags or not (is_scope or t in self.rules.values):
+        if (
+            "definition" in walk.flags
+            or not (is_scope or t in self.rules.values)
+            or t in _LABEL_ONLY
+        ):
             return
         name = _name_node(n)
         if name is None or not _overlaps(name, walk.row, walk.c0, walk.c1):
@@ -357,6 +439,10 @@ class FileSyntax:
         info.scope = [self._label(s, inner=i == 0) for i, s in enumerate(chain)][::-1]
         if chain:
             info.extent = (chain[0].start_point.row + 1, _end_row(chain[0]) + 1)
+            named = next((c for c in chain if c.type not in _LABEL_ONLY), None)
+            name = _name_node(named) if named is not None else None
+            if name is not None and name.type in NAMES:
+                info.encloser = (self._text(name), name.start_point.row + 1)
         elif walk.recovered is not None:
             label, first, last = walk.recovered
             info.scope = [label]
@@ -391,7 +477,25 @@ class FileSyntax:
             n = n.parent
         info.kind = "comment" if comment else "definition" if defined else "reference"
         info.scope = path[::-1]
+        if comment and self.lines[row].lstrip().startswith(("#", "//")):
+            below = self._described_row(row)
+            if below is not None:  # a comment above a key is about that key
+                text = self.lines[below - 1]
+                col = len(text.encode("utf-8", "replace")) - len(
+                    text.lstrip().encode("utf-8", "replace")
+                )
+                node = self.tree.root_node.named_descendant_for_point_range(
+                    (below - 1, col), (below - 1, col + 1)
+                )
+                owner = self._config_info(node, below - 1, col, col + 1)
+                info.scope = owner.scope
+                info.belongs_to = below
         return info
+
+    def _described_row(self, row: int) -> int | None:
+        """The row right below a comment block (1-based): what the comment is about. None for a
+        file's opening comment or a block a blank line parts from what follows."""
+        return described_row(self.lines, row + 1, ("#", "//"))
 
     def _recover_function(self, error: Any, below: Any, row: int) -> tuple[str, int, int] | None:
         """A C function the parser could not close (`#if` branches with unbalanced braces, as in
@@ -443,6 +547,13 @@ class FileSyntax:
 
     def _label(self, n: Any, *, inner: bool) -> str:
         """`class Session`, `def send(self, request, *, stream=False)`: a definition's signature."""
+        if n.type == "case_item":  # a shell case arm: `case "$1" in --help | -h)`
+            head = self.source[n.start_byte : self.source.find(b"\n", n.start_byte)]
+            close = head.find(b")")
+            head = head[: close + 1] if close >= 0 else head
+            value = n.parent.child_by_field_name("value") if n.parent is not None else None
+            word = self.source[value.start_byte : value.end_byte] if value is not None else b""
+            return _tidy(b"case " + word + b" in " + head if word else head, inner)
         if self._named_anonymous(n):
             holder = n.parent
             if holder.type == "variable_declarator" and holder.parent is not None:
