@@ -440,3 +440,20 @@ def test_every_citation_in_arbitrary_prose_is_found_and_verified(
     found = [(m.path, m.start_line) for m in v.mentions]
     assert found == cited
     assert all(m.verified for m in v.mentions)
+
+
+@pytest.mark.parametrize(
+    ("written", "lines", "reason"),
+    [
+        ("`docs/my notes.md:3`", (3, None), None),
+        ("`docs/my notes.md:2-4`", (2, 4), None),
+        ("`docs/my notes.md#L2-L4`", (2, 4), None),
+        ("`docs/my notes.md`:3", (3, None), None),
+        ("`docs/my notes.md:2-9`", (2, 9), "line 9 is past the end (file has 4 lines)"),
+    ],
+)
+def test_a_path_with_spaces_in_backticks_carries_its_lines(
+    snap: Snapshot, written: str, lines: tuple[int, int | None], reason: str | None
+) -> None:
+    m = only(verify_answer(f"The notes are in {written}.", snap))
+    assert (m.path, m.start_line, m.end_line, m.reason) == ("docs/my notes.md", *lines, reason)
