@@ -449,6 +449,7 @@ def test_every_citation_in_arbitrary_prose_is_found_and_verified(
         ("`docs/my notes.md:2-4`", (2, 4), None),
         ("`docs/my notes.md#L2-L4`", (2, 4), None),
         ("`docs/my notes.md`:3", (3, None), None),
+        ("`docs/my notes.md`:2-4", (2, 4), None),
         ("`docs/my notes.md:2-9`", (2, 9), "line 9 is past the end (file has 4 lines)"),
     ],
 )
