@@ -42,7 +42,10 @@ GROUPS: dict[str, Group] = {
     ),
     "split": Group(("render.py",), ("tests/unit/test_render.py",), SPLITTING),
     "job": Group(("job.py",), ("tests/unit/test_job.py",)),
-    "ingress": Group(("slack_ingress.py",), ("tests/unit/test_slack_ingress.py",)),
+    "ingress": Group(
+        ("slack_ingress.py",),
+        ("tests/unit/test_slack_ingress.py", "tests/integration/test_feedback.py"),  # votes
+    ),
     "redact": Group(("redact/*",), ("tests/unit/test_redact.py", "tests/unit/test_mask_file.py")),
     "worker": Group(
         ("worker.py", "state.py"),
