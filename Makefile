@@ -12,7 +12,7 @@ SAM_VENV := .venv-sam
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed
 
-.PHONY: ask test e2e lint bench venv sam-build deploy clean dashboard
+.PHONY: ask test e2e lint bench bench-tuning venv sam-build deploy clean dashboard mutate
 
 $(STAMP): pyproject.toml layers/codeask/requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "codeask needs Python 3.11+; set PYTHON=python3.11")'
@@ -71,8 +71,22 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy layers/codeask/codeask
 
+# Mutation testing (mutmut) of the modules that keep codeask's promises, with the kill rate per
+# module and every surviving mutant; slow, so not part of `make test`. GROUPS="verify split" picks
+# groups (scripts/mutate.py lists them); MUTATE_ARGS=--report prints the last run's figures again.
+GROUPS ?=
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	$(BIN)/python scripts/mutate.py $(GROUPS) $(MUTATE_ARGS)
+
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
+# Search-only quality on every set (bench/eval; the tuning and independent sets in /work/corpora,
+# see bench/tuning/README.md) beside a naive grep baseline; a set whose corpora are missing is
+# skipped with a note.
+bench-tuning: $(STAMP)
+	$(BIN)/python bench/run.py --tuning
+
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache .mutate .hypothesis

@@ -116,8 +116,39 @@ def bench_imports() -> list[dict]:
              "a_ms": round(ours, 1), "b_ms": round(boto, 1)}]  # fmt: skip
 
 
+# `make bench-tuning`: search-only quality alone, on every set (needs /work/corpora)
+TUNING = "--tuning" in sys.argv
+
+
+def quality_rows(search_quality, sets: list[str]) -> list[dict]:
+    """Search-only top-3 file and line hits per set, beside the naive grep baseline run alongside."""
+    cases = search_quality.cases_for(sets)
+    out = []
+    for r in search_quality.summarise(search_quality.run(cases)):
+        out.append({"name": f"search-only top-3 line / file on {r['set']} ({r['split']}, "
+                    f"{r['cases']} cases)", "ratio": r["line_top3"], "file_top3": r["file_top3"],
+                    "naive_line_top3": r.get("naive_line_top3"),
+                    "naive_file_top3": r.get("naive_file_top3"),
+                    "invented": r["invented"], "p50_ms": r["p50_ms"]})  # fmt: skip
+    return out
+
+
+def report(rows: list[dict]) -> None:
+    (OUT / "results.json").write_text(json.dumps(rows, indent=2))
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        ratio = f"{r['ratio']:>6}" if "ratio" in r else "      "
+        detail = " ".join(f"{k}={v}" for k, v in r.items() if k not in ("name", "ratio"))
+        print(f"{r['name']:<{width}}  {ratio}  {detail}")
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
+    if TUNING:
+        import search_quality
+
+        report(quality_rows(search_quality, ["eval", "tuning", "independent"]))
+        return
     tree = make_corpus(OUT / "corpus10k")
     print(f"corpus: {tree} ({sum(1 for _ in tree.rglob('*.py'))} files)", file=sys.stderr)
     import bench_cold
@@ -136,23 +167,17 @@ def main() -> None:
 
     # A 100k-file monorepo (built once): snapshots of new commits, disk, and search at that size.
     rows += bench_monorepo.run(OUT, lambda tree: bench_search(tree, repeats=3))
+    import bench_index
     import bench_loop
     import bench_stream
     import eval_search_only
+    import search_quality
 
+    rows += bench_index.run(tree)
     rows += bench_loop.run(eval_search_only.corpus("pip"))
     rows += bench_stream.run()
-
-    for res in eval_search_only.run():
-        res.pop("misses")
-        rows.append({"name": f"search-only top-3 hit rate on {res['repo']}", "ratio": res["top3"],
-                     "note": f"top1 {res['top1']:.2f}, top5 {res['top5']:.2f}, {res['cases']} cases"})  # fmt: skip
-    (OUT / "results.json").write_text(json.dumps(rows, indent=2))
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
-        ratio = f"{r['ratio']:>6}" if "ratio" in r else "      "
-        detail = " ".join(f"{k}={v}" for k, v in r.items() if k not in ("name", "ratio"))
-        print(f"{r['name']:<{width}}  {ratio}  {detail}")
+    rows += quality_rows(search_quality, ["eval"])
+    report(rows)
 
 
 if __name__ == "__main__":

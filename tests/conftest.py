@@ -27,6 +27,12 @@ GIT_ENV = {
 }
 
 
+def examples(n: int) -> int:
+    """Hypothesis examples for a property: all `n`, or a few under `make mutate`, where every
+    mutant runs the property again (scripts/mutate.py sets CODEASK_MUTATE)."""
+    return max(10, n // 20) if os.environ.get("CODEASK_MUTATE") else n
+
+
 def run_git(*args: str | os.PathLike[str], cwd: Path | None = None) -> str:
     done = subprocess.run(
         ["git", *map(str, args)],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -101,6 +102,22 @@ def sqs_job_event() -> dict[str, Any]:
         body["event_time"] = time.time()
         record["body"] = json.dumps(body, separators=(",", ":"), sort_keys=True)
     return ev
+
+
+@contextlib.contextmanager
+def state_clock(behind_s: float) -> Iterator[None]:
+    """The state store's clock runs `behind_s` late: a job taken inside reads as taken that long
+    ago, as a worker that died then would have left it (set up through the store's own methods)."""
+    from codeask import state
+
+    class Late:
+        @staticmethod
+        def time() -> float:
+            return time.time() - behind_s
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(state, "time", Late)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -213,18 +213,19 @@ def test_overloaded_then_success_is_retried(tmp_path: Path, repo: Any, fake: Any
     assert [r.status for r in fake.requests] == [529, 429, 200]
 
 
+@pytest.mark.timeout(120)  # retrying past the deadline would hang here and fail
 def test_overloaded_until_the_deadline_falls_back_to_search_only(
     tmp_path: Path, repo: Any, fake: Any
 ) -> None:
     fake.script = lambda body: Fail(529)
     settings = settings_for(tmp_path, fake)
-    started = time.monotonic()
-    ans = ask("How does the retry policy work?", spec(repo), settings, deadline=started + 6)
+    ans = ask(
+        "How does the retry policy work?", spec(repo), settings, deadline=time.monotonic() + 6
+    )
     assert ans.mode == "search-only"
     assert ans.text.startswith("**Search-only answer** (the model was unavailable")
     assert ans.verification.ok and ans.verification.citations
     assert len(fake.requests) >= 2  # it did retry
-    assert time.monotonic() - started < 30
 
 
 def test_a_bad_key_is_a_clear_error_not_a_retry_loop(tmp_path: Path, repo: Any, fake: Any) -> None:

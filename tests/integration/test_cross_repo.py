@@ -142,6 +142,32 @@ def test_ask_across_two_repos_reports_each_repo_and_its_sha(
     assert all(c["verified"] for c in out["citations"])
 
 
+def test_one_of_several_repos_falling_back_to_its_mirror_keeps_the_may_be_stale_note(
+    tmp_path: Path, git_repo: Callable[..., Any], git_daemon: Any
+) -> None:
+    from codeask.render import render_answer
+
+    one = git_repo("billing")
+    one.commit({**billing.FILES, **BILLING_CALLER})
+    two = git_repo("notify")
+    two.commit(NOTIFY)
+    settings = Settings.from_env({"HOME": str(tmp_path / "h"), "MIRROR_ROOT": str(tmp_path / "m"),
+                                  "SNAPSHOT_ROOT": str(tmp_path / "s")})  # fmt: skip
+    store = MirrorStore.from_settings(settings)
+    # Given a local repo and a remote one that synced once (listed second: the note must not
+    # depend on which repo falls back)
+    specs = [RepoSpec.parse(str(one.path)), RepoSpec.parse(git_daemon.publish(two, "notify.git"))]
+    fresh = ask("Where is send_notification?", specs, settings, store=store)
+    assert fresh.stale is None
+    # When the remote goes away and the question is asked again
+    git_daemon.stop()
+    ans = ask("Where is send_notification?", specs, settings, store=store)
+    # Then the answer comes from the remote's last mirror, and says so wherever it is shown
+    assert ans.stale is not None and ans.stale.sha == two.head()
+    assert f"may be stale — as of {two.head()[:7]}" in str(ans.to_json()["stale"])
+    assert "may be stale" in json.dumps([m.blocks for m in render_answer(ans, elapsed_s=1.0)])
+
+
 def test_a_channel_with_two_repos_gets_both_and_never_a_third(stack: Stack, git_repo: Callable[..., Any],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from codeask import lambdas

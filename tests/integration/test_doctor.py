@@ -399,18 +399,15 @@ def test_a_repo_pinned_to_a_tag_is_named_as_a_tag(doctor: Doctor) -> None:
 
 
 def test_unwritable_mirror_root(doctor: Doctor, tmp_path: Path) -> None:
-    root = tmp_path / "readonly-mirrors"
-    root.mkdir()
-    root.chmod(0o500)
-    try:
-        if os.access(root, os.W_OK):
-            pytest.skip("running as root: a 0o500 directory is still writable")
-        code, lines = doctor.run(MIRROR_ROOT=str(root))
-    finally:
-        root.chmod(0o700)
+    # A path beneath a regular file can be created by no one, root included (CI runs as root,
+    # where a 0o500 directory would still be writable).
+    blocker = tmp_path / "a-regular-file"
+    blocker.write_text("")
+    root = blocker / "mirrors"
+    code, lines = doctor.run(MIRROR_ROOT=str(root))
     assert code != 0
     assert line(lines, "✗ mirror root") == (
-        f"✗ mirror root — MIRROR_ROOT={root} is not writable (Permission denied) → make it "
+        f"✗ mirror root — MIRROR_ROOT={root} is not writable (Not a directory) → make it "
         "writable by this user, or point MIRROR_ROOT elsewhere"
     )
     assert line(lines, "✓ snapshot root")

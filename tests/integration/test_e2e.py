@@ -124,29 +124,6 @@ def test_the_same_job_delivered_twice_is_answered_once(stack: Stack) -> None:
     assert len(stack.slack.calls_to("chat.postMessage")) == 1
 
 
-def test_a_worker_that_died_after_posting_does_not_post_again(stack: Stack) -> None:
-    import boto3
-
-    model_answers(stack)
-    ack(event("app_mention"))
-    records = stack.queued()
-    work(records)
-    # Given the record of a worker that posted, then died before marking the job answered
-    key = f"answer#{CHANNEL}:1764430000.000100"
-    boto3.client("dynamodb").update_item(
-        TableName=stack.table,
-        Key={"pk": {"S": key}},
-        UpdateExpression="SET #s = :w, started_at = :t",
-        ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues={":w": {"S": "working"}, ":t": {"N": "1"}},
-    )
-    # When SQS redelivers it
-    assert work(records) == {"batchItemFailures": []}
-    # Then the same message is edited, never a second post
-    assert len(stack.slack.calls_to("chat.postMessage")) == 1
-    assert len(bot_replies(stack, "1764430000.000100")) == 1
-
-
 def test_model_overloaded_until_the_deadline_gives_a_labelled_search_only_answer(
     stack: Stack,
 ) -> None:
@@ -308,33 +285,3 @@ def test_a_diagram_is_verified_checked_and_linked_to_an_editor(stack: Stack) -> 
     link = blob.split("<https://mermaid.live/edit#pako:", 1)[1].split("|", 1)[0]
     source = diagram.decode_link("https://mermaid.live/edit#pako:" + link)
     assert source == chart and diagram.validate(source) == []
-
-
-def test_a_re_answer_edits_its_messages_in_place_and_removes_leftovers(stack: Stack) -> None:
-    import boto3
-
-    # Given a long first answer that needed continuation messages
-    long = "\n\n".join(f"Step {i}: see `billing/worker.py:6`. " + "x" * 2500 for i in range(12))
-    stack.model.script = [Reply([text(long)])]
-    ack(event("app_mention"))
-    records = stack.queued()
-    work(records)
-    first = bot_replies(stack, "1764430000.000100")
-    assert len(first) >= 2
-    placeholder_ts = first[0]["ts"]
-    # When the worker died before recording it, and the retry's answer is short
-    boto3.client("dynamodb").update_item(
-        TableName=stack.table,
-        Key={"pk": {"S": f"answer#{CHANNEL}:1764430000.000100"}},
-        UpdateExpression="SET #s = :w, started_at = :t",
-        ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues={":w": {"S": "working"}, ":t": {"N": "1"}},
-    )
-    stack.model.script = [Reply([text("Short: `billing/worker.py:6`.")])]
-    work(records)
-    # Then the first message holds the new answer, and the old continuations are gone
-    replies = bot_replies(stack, "1764430000.000100")
-    assert [m["ts"] for m in replies] == [placeholder_ts]
-    assert "Short:" in json.dumps(replies[0]["blocks"])
-    deleted = {c.args["ts"] for c in stack.slack.calls_to("chat.delete")}
-    assert {m["ts"] for m in first[1:]} <= deleted and placeholder_ts not in deleted

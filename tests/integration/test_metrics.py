@@ -144,13 +144,17 @@ def test_a_queued_question_counts_once_with_its_ack_latency(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     capsys.readouterr()
-    assert ack(mention_now())["statusCode"] == 200
+    ev = mention_now()
+    started = time.monotonic()
+    assert ack(ev)["statusCode"] == 200
+    took_ms = (time.monotonic() - started) * 1000
     metrics = emitted(capsys.readouterr().out)
     assert_catalogued(metrics)
     assert one(metrics, "QuestionsReceived").values == (1.0,)
     latency = one(metrics, "AckLatency")
     assert latency.unit == "Milliseconds" and latency.dims == {"service": "codeask"}
-    assert 0 < latency.values[0] < 3000
+    # the figure is the ack's own time: within what this test saw it take (no speed threshold)
+    assert 0 < latency.values[0] <= took_ms
     assert {m.name for m in metrics} == {"QuestionsReceived", "AckLatency"}
 
 
@@ -206,15 +210,18 @@ def test_an_answer_emits_its_latency_cost_and_trust_figures(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model_answers(stack)
+    asked = time.time()
     ack(mention_now())
     records = stack.queued()
     capsys.readouterr()
     assert work(records) == {"batchItemFailures": []}
+    since_asked = time.time() - asked
     metrics = emitted(capsys.readouterr().out)
     assert_catalogued(metrics)
     assert one(metrics, "AnswersPosted").values == (1.0,)
     e2e = one(metrics, "EndToEndLatency")
-    assert e2e.unit == "Seconds" and 0 <= e2e.values[0] < 60
+    # from Slack's event_time (whole seconds) to the answer: within what this test saw
+    assert e2e.unit == "Seconds" and 0 <= e2e.values[0] <= since_asked + 1
     assert one(metrics, "SyncLatency").unit == "Milliseconds"
     # the stack's repository is on this disk, read in place: there is nothing to fetch
     assert one(metrics, "SyncFetches").values == (0.0,)

@@ -10,15 +10,15 @@ import threading
 import time
 from typing import Any
 
-import boto3
 import pytest
 
-from codeask import lambdas
+from codeask import clients, lambdas
+from codeask.state import StateStore, StreamRecord
 from fakes.messages_api import Cut, Reply, text, tokens_of, tool_use
-from fakes.stack import CHANNEL, Context, Stack, event, load_handler
+from fakes.stack import CHANNEL, Context, Stack, event, load_handler, state_clock
 
 THREAD = "1764430000.000100"
-KEY = f"answer#{CHANNEL}:{THREAD}"
+KEY = f"{CHANNEL}:{THREAD}"
 ANSWER = (
     "Failed jobs are retried by `retry_job` in `billing/worker.py:6`, up to "
     "`RetryPolicy.max_attempts` times.\n\n"
@@ -34,6 +34,12 @@ _PING = re.compile(
 
 def ack(ev: dict[str, Any]) -> dict[str, Any]:
     return load_handler("slack_events")(ev, Context(remaining_ms=3000))
+
+
+def stream_record(stack: Stack) -> tuple[str | None, StreamRecord | None]:
+    """The job's state as the store reads it: the message the answer goes in, and its stream."""
+    state = StateStore(stack.table, clients.aws("dynamodb")).get_answer(KEY)
+    return (state.placeholder_ts, state.stream) if state else (None, None)
 
 
 def work(records: list[dict[str, Any]], remaining_ms: int = 120_000) -> dict[str, Any]:
@@ -124,11 +130,10 @@ def test_an_answer_streams_in_its_own_message_and_ends_as_the_posted_answer(
     assert len(stack.slack.calls_to("chat.postMessage")) == 1
     assert len(stack.slack.calls_to("chat.startStream")) == 1
     # and the job's state says where the answer is and what was streamed
-    item = boto3.client("dynamodb").get_item(TableName=stack.table, Key={"pk": {"S": KEY}})["Item"]
-    record = json.loads(item["stream"]["S"])
-    assert item["placeholder_ts"]["S"] == answer["ts"] == record["ts"]
-    assert record["mode"] == "stream" and record["status"] == "stopped"
-    assert body.startswith(record["shown"]) and record["shown"]
+    placeholder, record = stream_record(stack)
+    assert record is not None and placeholder == answer["ts"] == record.ts
+    assert record.mode == "stream" and record.status == "stopped"
+    assert body.startswith(record.shown) and record.shown
 
 
 def test_a_streamed_answer_ends_exactly_as_the_same_answer_posted_without_streaming(
@@ -225,10 +230,10 @@ def test_a_stream_slack_stops_taking_ends_with_a_closing_line_and_the_answer_sti
     # and the finished answer then replaced it in the same message (one reply in the thread)
     assert LINK in body and closing not in body
     # and the job's state records the cut and what had been shown
-    item = boto3.client("dynamodb").get_item(TableName=stack.table, Key={"pk": {"S": KEY}})["Item"]
-    record = json.loads(item["stream"]["S"])
-    assert record["status"] == "cut" and record["note"] == "message_not_in_streaming_state"
-    assert body.startswith(record["shown"])
+    _, record = stream_record(stack)
+    assert record is not None
+    assert record.status == "cut" and record.note == "message_not_in_streaming_state"
+    assert body.startswith(record.shown)
 
 
 def test_a_stream_still_going_at_the_deadline_ends_there_with_a_closing_line(
@@ -259,22 +264,18 @@ def test_a_job_redelivered_after_a_crash_mid_stream_finishes_that_message(
     assert ack(event("app_mention"))["statusCode"] == 200
     records = stack.queued()
     crashed = threading.Thread(target=work, args=(records,), daemon=True)
-    crashed.start()
-    db = boto3.client("dynamodb")
-    for _ in range(200):
-        item = db.get_item(TableName=stack.table, Key={"pk": {"S": KEY}}).get("Item", {})
-        if "stream" in item and json.loads(item["stream"]["S"])["status"] == "streaming":
-            break
-        time.sleep(0.05)
-    streamed_ts = json.loads(item["stream"]["S"])["ts"]
+    # (it took the job an hour ago, as far as the store can tell: its record reads as one a dead
+    # worker left, taken over on the next delivery)
+    with state_clock(3600):
+        crashed.start()
+        for _ in range(200):
+            _, record = stream_record(stack)
+            if record is not None and record.status == "streaming":
+                break
+            time.sleep(0.05)
+    assert record is not None and record.ts is not None
+    streamed_ts = record.ts
     assert stack.slack.is_streaming(CHANNEL, streamed_ts)
-    # (its record now looks like one a dead worker left: taken over on the next delivery)
-    db.update_item(
-        TableName=stack.table,
-        Key={"pk": {"S": KEY}},
-        UpdateExpression="SET started_at = :t",
-        ExpressionAttributeValues={":t": {"N": "1"}},
-    )
     # When SQS delivers the job again and the model answers this time
     model_answers(stack, ANSWER)
     assert work(records) == {"batchItemFailures": []}
@@ -291,17 +292,16 @@ def test_a_job_redelivered_after_a_crash_mid_stream_finishes_that_message(
 
 
 def test_a_stream_whose_start_was_never_recorded_is_found_and_finished(stack: Stack) -> None:
-    from codeask import clients
     from codeask.job import Job
     from codeask.slack_stream import SlackStream
-    from codeask.state import StateStore, StreamMode, StreamRecord, StreamStatus
+    from codeask.state import StreamMode, StreamStatus
     from fakes.stack import BOT_TOKEN, sqs_job_event
 
     # Given a worker that posted its placeholder, recorded that a stream was starting, started
     # it, and died before it could record the stream's message
     job = Job.from_json(sqs_job_event()["Records"][0]["body"])
     slack = clients.slack(BOT_TOKEN, stack.slack.base_url)
-    store = StateStore(stack.table, boto3.client("dynamodb"))
+    store = StateStore(stack.table, clients.aws("dynamodb"))
     stack.slack.add_thread_message(CHANNEL, THREAD, "where do we retry failed jobs?")
     placeholder = str(slack.chat_postMessage(channel=CHANNEL, thread_ts=THREAD, text="…")["ts"])
     assert store.start_answer(job.dedupe_key, "dead", stale_after_s=60) is not None

@@ -120,3 +120,19 @@ def test_line_counts_of_small_files_do_not_change(tmp_path: Path, rows: int) -> 
     (tmp_path / "f.txt").write_text("".join(f"{i}\n" for i in range(rows)) + "tail")
     snap = Snapshot(tmp_path, "d" * 40, RepoRef("r", str(tmp_path)))
     assert snap.line_count("f.txt") == rows + 1
+
+
+def test_an_empty_file_has_no_lines(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("")
+    assert Snapshot(tmp_path, "d" * 40, RepoRef("r", str(tmp_path))).line_count("empty.txt") == 0
+
+
+@pytest.mark.parametrize("tail", ["", "last line without a newline"])
+def test_a_file_read_in_several_chunks_counts_every_line(tmp_path: Path, tail: str) -> None:
+    from codeask.snapshot import CHUNK
+
+    line = "x" * 99 + "\n"
+    rows = 3 * CHUNK // len(line) + 7  # spans four chunks, lines crossing their edges
+    (tmp_path / "big.txt").write_text(line * rows + tail)
+    snap = Snapshot(tmp_path, "d" * 40, RepoRef("r", str(tmp_path)))
+    assert snap.line_count("big.txt") == rows + (1 if tail else 0)

@@ -729,11 +729,10 @@ def test_a_sync_killed_while_holding_the_lock_does_not_block_the_next(
     assert child.exitcode == -signal.SIGKILL
 
     # When the next sync runs
-    started = time.monotonic()
     result = store.sync(spec)
 
-    # Then it takes the lock straight away and fetches
-    assert time.monotonic() - started < store.lock_timeout_s
+    # Then it takes the lock and fetches (a lock still held would have made it serve the mirror
+    # marked stale, "another sync held the lock")
     assert (result.fetched, result.stale, result.sha) == (True, None, served.work.head())
 
 
@@ -836,6 +835,7 @@ def test_a_mirror_that_cannot_be_opened_is_rebuilt(
     assert pygit2.Repository(str(mirror)).is_bare
 
 
+@pytest.mark.timeout(120)
 def test_a_remote_that_accepts_but_never_answers_times_out(tmp_path: Path) -> None:
     # Given a "git server" that accepts connections and then says nothing
     srv = socket.socket()
@@ -844,10 +844,8 @@ def test_a_remote_that_accepts_but_never_answers_times_out(tmp_path: Path) -> No
     held: list[object] = []
     threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
     store = MirrorStore(tmp_path / "m", tmp_path / "s", DenyList(), network_timeout_s=1.0)
-    started = time.monotonic()
-    # When a sync needs it
+    # When a sync needs it, then it gives up at the configured timeout rather than hanging on TCP
+    # (a hang would be ended by the test's timeout mark and fail)
     with pytest.raises(RepoUnavailable, match="timed out"):
         store.sync(RepoSpec.parse(f"git://127.0.0.1:{srv.getsockname()[1]}/x.git"))
-    # Then it gives up at the configured timeout rather than hanging on TCP
-    assert time.monotonic() - started < 30
     srv.close()

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeask.pathglob import GlobError, parse_glob, select
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from conftest import examples
 
 RG = str(Path(sys.executable).parent / "rg")
 NAME_CHARS = "ab.c-é"
@@ -154,3 +158,99 @@ def test_list_files_with_fifty_stars_over_many_long_names(tmp_path: Path) -> Non
     # Then it answers (nothing matches: every name ends in .txt)
     assert not result.is_error and result.text.startswith("No files")
     assert "300 files" in tb.run("list_files", {"glob": "*a" * 50 + "*.txt"}).text
+
+
+# --- properties: agreement with a reference matcher, in bounded time ------------------------------
+
+_LITERALS = ["a", "b", "."]
+_TOKENS = [*_LITERALS, "*", "?", "/", "[ab]", "[!a]", "**/"]
+
+
+def reference_match(glob: str, path: str) -> bool:
+    """A small matcher of the same semantics, by dynamic programming over (token, position), so it
+    never backtracks: `*` and `?` stop at `/`, `**/` is any run of whole directories, a class may
+    match `/`, a trailing `/**` is everything below, and a glob without `/` matches at any depth."""
+    anchored = glob.startswith("/")
+    body = glob.removeprefix("/")
+    tokens: list[str] = []
+    if body.endswith("/**"):
+        body, tail = body[:-3], ["/", "ALL"]
+    else:
+        tail = []
+    i = 0
+    while i < len(body):
+        step = next(t for t in sorted(_TOKENS, key=len, reverse=True) if body.startswith(t, i))
+        tokens.append(step)
+        i += len(step)
+    tokens += tail
+    if not anchored and "/" not in glob and not glob.startswith("**/"):
+        tokens.insert(0, "**/")
+
+    @functools.cache
+    def match(t: int, p: int) -> bool:
+        if t == len(tokens):
+            return p == len(path)
+        tok, here = tokens[t], path[p] if p < len(path) else None
+        if tok == "ALL":
+            return True
+        if tok == "*":
+            return match(t + 1, p) or (here not in (None, "/") and match(t, p + 1))
+        if tok == "**/":
+            return match(t + 1, p) or any(
+                path[k] == "/" and match(t + 1, k + 1) for k in range(p, len(path))
+            )
+        if here is None:
+            return False
+        ok = {"?": here != "/", "[ab]": here in "ab", "[!a]": here != "a"}.get(tok, here == tok)
+        return ok and match(t + 1, p + 1)
+
+    return match(0, 0)
+
+
+def _well_formed(tokens: list[str]) -> bool:
+    """Globs whose meaning is plain: `**/` only at the start or after `/`, no `**` made of two
+    stars, no empty directory names, no trailing `/` (that would mean directories only)."""
+    for before, after in zip(["/", *tokens], tokens, strict=False):
+        if after == "**/" and before != "/":
+            return False
+        if after == "*" and before in ("*", "**/") or after == "/" and before in ("/", "**/"):
+            return False
+    return bool(tokens) and tokens[-1] not in ("/", "**/")
+
+
+_GLOBS = st.builds(
+    lambda anchor, tokens, below: anchor + "".join(tokens) + below,
+    st.sampled_from(["", "/"]),
+    st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=10).filter(_well_formed),
+    st.sampled_from(["", "", "/**"]),
+)
+_PATHS = st.lists(st.text("ab.", min_size=1, max_size=3), min_size=1, max_size=5).map("/".join)
+
+
+@settings(max_examples=examples(600), deadline=None)
+@given(_GLOBS, _PATHS)
+def test_glob_matching_agrees_with_a_reference_matcher(glob: str, path: str) -> None:
+    try:
+        parsed = parse_glob(glob)
+    except GlobError as e:
+        # only ever refused for its size: each `[!a]` may match `/`, which doubles the work
+        assert "alternatives" in str(e) and glob.count("[!") >= 5
+        return
+    assert parsed.matches_file(path) is reference_match(glob, path)
+    assert (path in select([glob], [path])) is reference_match(glob, path)
+
+
+@pytest.mark.timeout(300)  # backtracking would hang here; the timeout is the check, not a stopwatch
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.builds(
+        lambda parts, star: "".join(parts) + star,
+        st.lists(st.sampled_from(["*a", "*b", "*?", "a", "b", "?"]), min_size=20, max_size=60),
+        st.sampled_from(["", "*"]),
+    ),
+    st.text("ab", min_size=100, max_size=400),
+)
+def test_many_stars_over_long_names_match_in_bounded_time_and_correctly(
+    glob: str, name: str
+) -> None:
+    assert parse_glob(glob).matches_file(name) is reference_match(glob, name)

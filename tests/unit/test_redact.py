@@ -9,6 +9,8 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeask.redact import (
     KINDS,
@@ -20,6 +22,7 @@ from codeask.redact import (
     scan,
 )
 from codeask.redact.tokens import RULES
+from conftest import examples
 
 # Every fake secret is assembled at runtime so this file never holds a secret-shaped literal
 # that a CI secret scanner would (rightly) flag.
@@ -838,11 +841,13 @@ def test_gate_keeps_working_after_a_timeout() -> None:
             release.wait(timeout=5)
         return scan(text)
 
-    gate = RedactionGate(timeout_s=0.5, scanner=first_call_hangs)
+    gate = RedactionGate(timeout_s=0.05, scanner=first_call_hangs)
 
-    # When a second result follows the timed-out one
+    # When a second result follows the timed-out one (given all the time it could need, so a
+    # busy machine cannot make it time out too)
     try:
         first = gate.apply("a")
+        gate.timeout_s = 60.0
         second = gate.apply("key " + AWS_ACCESS_KEY)
     finally:
         release.set()
@@ -867,3 +872,39 @@ def test_totals_accumulate_across_calls_and_withheld_results_are_counted() -> No
     assert dict(gate.totals) == {"aws-access-key": 1, "slack-token": 2, "jwt": 1}
     assert gate.withheld == 1
     assert "ZeroDivisionError" in withheld.text
+
+
+# --- properties: any text keeps its lines --------------------------------------------------------
+
+_SECRETS = [AWS_ACCESS_KEY, GITHUB_CLASSIC, SLACK_BOT, JWT, ANTHROPIC, STRIPE_SECRET, SLACK_HOOK,
+            "password = " + RANDOM_VALUE, "DB_PASSWORD=" + HUMAN_PASSWORD, "\n".join(pem_block()),
+            f'"api_key": "{RANDOM_VALUE}"', "postgres://u:" + RANDOM_VALUE + "@db/x"]  # fmt: skip
+
+
+@st.composite
+def text_with_secrets(draw: st.DrawFn) -> str:
+    """Arbitrary text (any characters, line breaks of every kind) with secrets spliced in."""
+    pieces = draw(st.lists(st.one_of(st.text(max_size=80), st.sampled_from(_SECRETS)), max_size=12))
+    seps = draw(st.lists(st.sampled_from(["", " ", "\n", "=", ": ", "\r\n", "'"]), min_size=12))
+    return "".join(p + s for p, s in zip(pieces, seps, strict=False))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(text_with_secrets())
+def test_redaction_keeps_the_line_count_of_any_text(text: str) -> None:
+    out, _ = scan(text)
+    assert out.count("\n") == text.count("\n")
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(text_with_secrets().map(lambda t: t.replace("\n", " ")), min_size=1, max_size=20),
+       st.integers(1, 99_000))  # fmt: skip
+def test_redaction_keeps_every_line_number_of_numbered_output(lines: list[str], first: int) -> None:
+    # Given read_file-style output: a gutter of line numbers before each line of arbitrary text
+    gutters = [f"{n:6} | " for n in range(first, first + len(lines))]
+    text = "\n".join(g + line for g, line in zip(gutters, lines, strict=True))
+    # When it is scanned, then every line keeps its place and its number
+    out, _ = scan(text)
+    after = out.split("\n")
+    assert len(after) == len(lines)
+    assert all(a.startswith(g) for a, g in zip(after, gutters, strict=True))

@@ -10,21 +10,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from codeask import diagram
 from codeask.answer import Answer
 from codeask.botconfig import Refusal
 from codeask.mirror import StaleNote, UncommittedNote
 from codeask.render import (
+    BODY_BLOCK_CHARS,
+    MESSAGE_TEXT_BUDGET,
     Failure,
     SlackMessage,
+    block_chars,
     neutralise,
     render_answer,
     render_failure,
     render_placeholder,
     render_progress,
+    split_body,
 )
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import verify_answer
+from conftest import examples
 
 SHA = "a3f9c21" + "0" * 33
 REPO_URL = "https://github.com/acme/billing.git"
@@ -538,3 +546,114 @@ def test_an_unknown_failure_kind_still_renders() -> None:
     msg = render_failure("something-new")
     assert msg.text
     assert_within_limits([msg])
+
+
+# --- properties: any mix of prose and fences ---------------------------------------------------
+
+_PROSE = st.text(
+    st.characters(codec="utf-8", exclude_characters="`~\n\r", exclude_categories=("Cs",)),
+    min_size=1,
+    max_size=400,
+)
+_CODE_LINE = st.text(
+    st.characters(codec="utf-8", exclude_characters="\n\r", exclude_categories=("Cs",)),
+    max_size=160,
+).filter(lambda ln: not ln.lstrip().startswith(("```", "~~~")))
+
+
+@st.composite
+def prose_and_fences(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """Markdown of paragraphs (some long, some with no space to cut at) and fenced code blocks,
+    and the code lines it holds, in order."""
+    parts: list[str] = []
+    code: list[str] = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["prose", "run", "code"]))
+        if kind == "prose":
+            parts.append(" ".join(draw(st.lists(_PROSE, min_size=1, max_size=20))))
+        elif kind == "run":
+            parts.append(draw(st.sampled_from("xé字")) * draw(st.integers(1, 7000)))
+        else:
+            lines = draw(st.lists(_CODE_LINE, max_size=60))
+            lines = lines * draw(st.integers(1, 5))  # now and then longer than one block
+            code += lines
+            lang = draw(st.sampled_from(["", "python", "ts"]))
+            parts.append("\n".join([f"```{lang}", *lines, "```"]))
+    return "\n\n".join(parts), code
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(prose_and_fences())
+def test_splitting_loses_no_line_of_code_and_balances_every_piece(
+    doc: tuple[str, list[str]],
+) -> None:
+    text, code = doc
+    pieces = split_body(text)
+    assert all(0 < len(p) <= BODY_BLOCK_CHARS for p in pieces)
+    assert all(p.count("```") % 2 == 0 for p in pieces)
+    assert code_lines(pieces) == code
+
+
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(prose_and_fences())
+def test_any_answer_renders_within_slacks_limits(
+    make_answer: MakeAnswer, doc: tuple[str, list[str]]
+) -> None:
+    msgs = render_answer(make_answer(doc[0]))
+    assert_within_limits(msgs)
+    assert all(b.count("```") % 2 == 0 for b in markdown_texts(msgs))
+
+
+# --- splitting at its edges (each found by `make mutate`) ----------------------------------------
+
+
+def test_an_unclosed_indented_fence_is_closed_at_its_own_indent() -> None:
+    assert split_body("Look:\n\n  ```python\n  x = 1") == ["Look:\n\n  ```python\n  x = 1\n  ```"]
+
+
+def test_a_long_line_of_prose_is_cut_between_words() -> None:
+    pieces = split_body(" ".join(["worker"] * 2000))  # 7 characters a word: no cut falls clean
+    assert len(pieces) > 1 and all(set(p.split()) == {"worker"} for p in pieces)
+
+
+def test_a_code_line_longer_than_a_block_keeps_every_character() -> None:
+    line = "y" + " " * 4000 + "z"
+    pieces = split_body(f"```\n{line}\n```")
+    assert len(pieces) > 1 and "".join(code_lines(pieces)) == line
+
+
+def test_a_paragraph_fills_a_piece_exactly_to_its_limit() -> None:
+    lines = ["a" * 99] * 20  # ten lines joined by newlines are exactly 999 characters
+    assert split_body("\n".join(lines), limit=999) == ["\n".join(lines[:10])] * 2
+
+
+def test_a_runaway_info_string_keeps_only_the_language_on_every_piece() -> None:
+    code = [f"x = {i}" for i in range(900)]
+    pieces = split_body("```python " + "extra " * 30 + "\n" + "\n".join(code) + "\n```")
+    assert len(pieces) > 1 and code_lines(pieces) == code
+    assert all(p.startswith("```python\n") for p in pieces)
+
+
+def test_context_text_counts_against_a_message() -> None:
+    block = {"type": "context", "elements": [{"type": "mrkdwn", "text": "x" * 10}] * 3}
+    assert block_chars(block) == 30
+
+
+def test_a_diagram_that_may_not_draw_says_why(make_answer: MakeAnswer) -> None:
+    source = "flowchart TD\n  A --> B\n  B -->"
+    assert diagram.validate(source)
+    msgs = render_answer(make_answer(f"The flow:\n\n```mermaid\n{source}\n```"))
+    assert "it may not draw: line 3: cannot read node" in all_text(msgs[-1])
+
+
+def test_chunks_that_fit_one_message_share_it_and_more_go_on(make_answer: MakeAnswer) -> None:
+    para = [f"Part {k}. " + "The retry logic is careful. " * 100 for k in range(4)]
+    # two blocks' worth fits one message; four (over 10,000 characters) need a second
+    assert len(render_answer(make_answer("\n\n".join(para[:2])))) == 1
+    msgs = render_answer(make_answer("\n\n".join(para)))
+    assert len(msgs) == 2
+    assert all(sum(block_chars(b) for b in m.blocks) <= MESSAGE_TEXT_BUDGET for m in msgs)

@@ -10,7 +10,6 @@ import base64
 import json
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -181,18 +180,15 @@ def assert_nothing_happened(ingress: Ingress) -> None:
 # -- 1. a valid question ----------------------------------------------------------------------
 
 
-def test_a_signed_mention_is_acknowledged_fast_and_queued_once(ingress: Ingress) -> None:
+def test_a_signed_mention_is_acknowledged_and_queued_once(ingress: Ingress) -> None:
     # Given a correctly signed app_mention in a configured channel
     event = request(envelope(mention()))
 
-    # When the ack handles it
-    started = time.monotonic()
+    # When the ack handles it (how fast is `make bench`'s business)
     ack = ingress.deliver(event)
-    elapsed = time.monotonic() - started
 
-    # Then Slack gets a 200 well inside its 3 s, and exactly one job is queued
+    # Then Slack gets a 200, and exactly one job is queued
     assert (ack.status, ack.outcome) == (200, "queued")
-    assert elapsed < 3.0
     assert len(ingress.queued) == 1
     job = ingress.queued[0]
     # ...carrying the question without the bot's mention, answered in a new thread on it

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import Mention, Verification, verify_answer, warning_text
+from conftest import examples
 
 SHA = "a3f9c21" + "0" * 33
 BLOB = f"https://github.com/acme/billing/blob/{SHA}"
@@ -373,3 +376,85 @@ def test_a_large_tree_and_a_long_answer_have_every_mention_judged(tmp_path: Path
     # Then every mention is judged, and only the missing path is unverified
     assert len(v.mentions) == 4 * (4096 // len(sentence))
     assert {m.path for m in v.unverified} == {"nope/missing.py"}
+
+
+@pytest.mark.parametrize("body", ["a = 1\nb = 2\nc = 3", "only line", "x\n\ny"])
+def test_the_last_line_of_a_file_without_a_final_newline_can_be_cited(
+    tmp_path: Path, body: str
+) -> None:
+    # Given a file whose last line has no newline after it
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "tail.py").write_text(body)
+    snap = Snapshot(tmp_path, SHA, RepoRef("billing", "https://github.com/acme/billing.git"))
+    last = body.count("\n") + 1
+    # When an answer cites that last line, and the line after it
+    v = verify_answer(f"See `src/tail.py:{last}` and `src/tail.py:{last + 1}`.", snap)
+    # Then the last line verifies and the one after it is past the end
+    assert [(m.start_line, m.verified) for m in v.mentions] == [(last, True), (last + 1, False)]
+    lines = "1 line" if last == 1 else f"{last} lines"
+    assert v.mentions[1].reason == f"line {last + 1} is past the end (file has {lines})"
+
+
+# --- property: every citation in arbitrary prose is found --------------------------------------
+
+_CITABLE = {p: n for p, n in TREE.items() if "/" in p and " " not in p and p not in (".env",)}
+_CITABLE.pop("deploy/prod.pem")
+_WORDS = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters="`/:#\\.<>"),
+    min_size=1,
+    max_size=12,
+)
+
+
+@st.composite
+def prose_with_citations(draw: st.DrawFn) -> tuple[str, list[tuple[str, int]]]:
+    """Words of any script with `path:line` citations of real files among them, bare or in
+    backticks, followed by ordinary punctuation."""
+    parts: list[str] = []
+    cited: list[tuple[str, int]] = []
+    for _ in range(draw(st.integers(1, 6))):
+        parts += draw(st.lists(_WORDS, max_size=8))
+        path = draw(st.sampled_from(sorted(_CITABLE)))
+        line = draw(st.integers(1, _CITABLE[path]))
+        mention = f"{path}:{line}"
+        parts.append(
+            draw(st.sampled_from([mention, f"`{mention}`", f"({mention})"]))
+            + draw(st.sampled_from(["", ",", ".", ";", "!"]))
+        )
+        cited.append((path, line))
+    parts += draw(st.lists(_WORDS, max_size=8))
+    return " ".join(parts), cited
+
+
+@settings(
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(doc=prose_with_citations())
+def test_every_citation_in_arbitrary_prose_is_found_and_verified(
+    snap: Snapshot, doc: tuple[str, list[tuple[str, int]]]
+) -> None:
+    text, cited = doc
+    v = verify_answer(text, snap)
+    found = [(m.path, m.start_line) for m in v.mentions]
+    assert found == cited
+    assert all(m.verified for m in v.mentions)
+
+
+@pytest.mark.parametrize(
+    ("written", "lines", "reason"),
+    [
+        ("`docs/my notes.md:3`", (3, None), None),
+        ("`docs/my notes.md:2-4`", (2, 4), None),
+        ("`docs/my notes.md#L2-L4`", (2, 4), None),
+        ("`docs/my notes.md`:3", (3, None), None),
+        ("`docs/my notes.md`:2-4", (2, 4), None),
+        ("`docs/my notes.md:2-9`", (2, 9), "line 9 is past the end (file has 4 lines)"),
+    ],
+)
+def test_a_path_with_spaces_in_backticks_carries_its_lines(
+    snap: Snapshot, written: str, lines: tuple[int, int | None], reason: str | None
+) -> None:
+    m = only(verify_answer(f"The notes are in {written}.", snap))
+    assert (m.path, m.start_line, m.end_line, m.reason) == ("docs/my notes.md", *lines, reason)

@@ -346,7 +346,7 @@ def ask(
             notify(str(e))
             reason = f"the model was unavailable: {e}"
     if text is None:
-        result_so = search_only.answer(question, toolbox, reason=reason)
+        result_so = search_only.answer(question, toolbox, reason=reason, deadline=deadline)
         text = result_so.text
         if ref_notes:
             text = "\n".join(ref_notes) + "\n\n" + text

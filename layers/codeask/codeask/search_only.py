@@ -1,23 +1,59 @@
-"""Answers without a model: the question becomes searches, the evidence is ranked, the best places are cited."""
+"""Answers without a model: definitions ranked by what the question means, with ripgrep's evidence, cited with their scope."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
+import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
-from codeask.search.filekinds import KIND_WEIGHT, file_kind
+from codeask.search.definition_index import WAIT_S, DefinitionIndex, Found, Pending, index_for
+from codeask.search.definitions import extract
+from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine_language
+from codeask.search.syntax import syntax_for
+from codeask.search.vocabulary import split_identifier, stem, synonyms
+from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
+
+__all__ = ["SearchOnlyResult", "Evidence", "Term", "answer", "question_terms", "stem"]
 
 MAX_PHRASES = 3
 MAX_WORDS = 10
 TOP_FILES = 5
+RG_WORDS = 4  # the question's rarest words are also searched in the code's text
 RAW_MATCHES_PER_TERM = 3000
+HITS_PER_FILE = 60  # a file's hits read per term: near-identical hits say nothing new
+SYNONYM_WEIGHT = 0.5  # a synonym of a question's word counts this much of the word
+HIT_WEIGHT = 1.0  # a rare question word ripgrep found inside a definition, per unit of rarity
+EXACT_WEIGHT = 2.0  # ... when it is a quoted phrase or an identifier from the question
+BODY_WEIGHT = 1.0  # the question's words in a candidate's body, as BM25 with this weight
+BODY_CANDIDATES = 300
+BODY_LINES = 400
+BODY_AVG_WORDS = 120.0
+K1, B = 1.2, 0.75
+# A file's second-best place adds this much of its score. 0.4 gained a file on pytest and on the
+# independent set but lost the one file that defines a Helm helper to the templates that use it
+# twice each (the easy set): kept at 0.2.
+SECOND_WEIGHT = 0.2
+DEEP_LINES = 12  # a body line further than this below its definition's line may be cited itself
 MIN_RELATIVE_SCORE = 0.12
+SNIPPET_LINES = 4
+RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
+UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
+# What a file is worth by its kind. Config counts in full here: `values.yaml` holds the defaults
+# questions ask about; tests, docs, vendored and generated code as in search results.
+FILE_KIND_WEIGHT = {**KIND_WEIGHT, "config": 1.0}
+# What a definition is worth by its kind: a file's own entry only when nothing in it says more.
+DEF_KIND_WEIGHT = {
+    "function": 1.0, "method": 1.0, "class": 1.0, "template": 1.0, "constant": 0.9,
+    "definition": 0.9, "key": 0.9, "field": 0.7, "file": 0.5, "line": 1.0,
+}  # fmt: skip
 
 _STOP = set(
     """a about above after again against all also am an and any are as at be because been before
@@ -26,71 +62,22 @@ _STOP = set(
     i if in into is it its itself just know let like live lives located location look looks made
     make makes me might more most much must my need needs no nor not now of off on once only or
     other our ours out over own part place please same see seem she should show so some such
-    tell than that the their theirs them then there these they thing things this those through
+    tell than that the their theirs them then there these those through
     to too under until up us use used uses using very via want was way we were what whats when
     where which while who whom why will with within would you your code codebase repo repository
     file files function functions method class implemented implement implementation work works
     working handle handles handled happen happens logic defined define definition called call
     calls decide decides whether somewhere exist exists already helper there's we're it's isn't
-    doesn't don't""".split()
+    doesn't don't don doesn isn aren wasn won didn shouldn""".split()
 )
-_IDENT_RE = re.compile(r"`([^`]+)`|\"([^\"]{3,})\"|'([^']{3,})'")
+# `code`, "quoted" or 'quoted' text; an apostrophe inside a word (chart's) opens no quote
+_IDENT_RE = re.compile(r"`([^`]+)`|\"([^\"]{3,})\"|(?<!\w)'([^']{3,})'(?!\w)")
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]|[A-Za-z]{3,}")
-# Programmers name the same idea with different words; a question's word also finds its usual aliases.
-_ALIASES = {
-    "delet": ("remov", "rm_", "cleanup", "unlink", "prun", "purg"),
-    "remov": ("delet", "rm_", "cleanup", "unlink"),
-    "creat": ("make", "build", "new_", "init"),
-    "check": ("verif", "validat", "ensur"),
-    "validat": ("verif", "check"),
-    "verif": ("validat", "check"),
-    "config": ("setting", "option", "ini"),
-    "setting": ("config", "option"),
-    "retr": ("backoff", "attempt"),
-    "temp": ("tmp",),
-    "tmp": ("temp",),
-    "folder": ("dir",),
-    "director": ("dir",),
-    "error": ("exception", "rais", "fail"),
-    "messag": ("msg",),
-    "authent": ("auth", "login", "credential"),
-    "login": ("auth",),
-    "permission": ("auth", "acl", "access"),
-    "databas": ("db", "sql"),
-    "connect": ("conn", "client", "session"),
-    "stop": ("abort", "exit", "halt", "shutdown"),
-    "start": ("init", "begin", "launch"),
-    "cut": ("truncat", "trim"),
-    "shorten": ("truncat", "trim"),
-    "parameter": ("param", "arg"),
-    "argument": ("arg", "param"),
-    "environment": ("env",),
-    "print": ("write", "report", "echo"),
-    "slow": ("duration", "elapsed", "timing"),
-    "debugg": ("pdb", "breakpoint"),
-    "ignor": ("skip", "exclud"),
-    "download": ("fetch",),
-    "cach": ("memo",),
-}
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "ies", "es", "ed", "er", "s")
-
-
-def stem(word: str) -> str:
-    """A light stem, kept as a regex prefix: 'signatures' -> 'signatur', 'skipped' -> 'skip'."""
-    w = word.lower()
-    if len(w) > 4 and w.endswith(("ied", "ies")):
-        return w[:-3] + "y"  # retried -> retry, copies -> copy
-    for suf in _SUFFIXES:
-        if suf == "s" and w[-2:-1] in ("s", "i", "u"):
-            continue  # redis, status, class: not plurals
-        if w.endswith(suf) and len(w) - len(suf) >= (3 if suf == "s" else 4):
-            w = w[: -len(suf)]
-            break
-    if w.endswith("e") and len(w) > 4:
-        w = w[:-1]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] in "bdgmnprt":
-        w = w[:-1]  # skipp -> skip, runn -> run
-    return w
+_CALLERS_RE = re.compile(
+    r"\b(call(?:ers?|s|ed)?|call[- ]sites?|who\s+uses|every\s+(?:use|place)|all\s+(?:uses|places)|"
+    r"which\s+places|where\s+is\s+\S+\s+used|usages?)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -119,8 +106,13 @@ def _phrase_terms(phrase: str) -> list[Term]:
     return out
 
 
+def _is_identifier(w: str) -> bool:
+    return "_" in w or "." in w or (any(c.isupper() for c in w[1:]) and not w.isupper())
+
+
 def question_terms(question: str) -> list[Term]:
-    """Searches for a question: quoted text and identifiers as written, then stems of the content words."""
+    """Searches for a question: quoted text and identifiers as written, then stems of the content
+    words, each with its synonyms (codeask.search.vocabulary)."""
     phrases: list[Term] = []
     words: list[Term] = []
     seen: set[str] = set()
@@ -142,15 +134,36 @@ def question_terms(question: str) -> list[Term]:
     for w in _WORD_RE.findall(rest):
         if w.lower() in _STOP or len(w) < 3:
             continue
-        is_ident = "_" in w or "." in w or (any(c.isupper() for c in w[1:]) and not w.isupper())
-        if is_ident:
+        if _is_identifier(w):
             add(phrases, MAX_PHRASES, Term(re.escape(w), w, True, (w.lower(),)))
             continue
         st = stem(w)
-        alts = _ALIASES.get(st, ())
+        alts = synonyms(st)
         pattern = "|".join(re.escape(a) for a in (st, *alts))
         add(words, MAX_WORDS, Term(pattern, st, False, (st, *alts)))
     return phrases + words
+
+
+def question_groups(question: str) -> list[tuple[tuple[str, ...], float, str]]:
+    """The question as groups of index words: (stems, weight, label). Each content word is one
+    group; its synonyms another, worth less; identifiers and quoted text count word by word."""
+    groups: list[tuple[tuple[str, ...], float, str]] = []
+    seen: set[str] = set()
+    for raw in _WORD_RE.findall(question.replace("`", " ")):
+        if raw.lower() in _STOP:
+            continue
+        for part in split_identifier(raw) if _is_identifier(raw) else [raw.lower()]:
+            if len(part) < 2 or part in _STOP or part.isdigit():
+                continue
+            st = stem(part)
+            if st in seen:
+                continue
+            seen.add(st)
+            groups.append(((st,), 1.0, part))
+            alts = tuple(a for a in synonyms(st) if a not in seen)
+            if alts:
+                groups.append((alts, SYNONYM_WEIGHT, part))
+    return groups
 
 
 @dataclass
@@ -160,49 +173,29 @@ class Evidence:
     line: int
     text: str
     terms: list[str] = field(default_factory=list)
+    name: str = ""  # the definition cited, if any
+    kind: str = ""
+    end_line: int | None = None  # a range: the definition down to the line that matched
 
 
-def rank_evidence(
-    toolbox: Toolbox, terms: list[Term], outcomes: list[SearchOutcome]
-) -> list[Evidence]:
-    n_files = max(1, len(toolbox.snapshot.files))
-    scores: dict[str, float] = {}
-    best_line: dict[str, tuple[float, int, str]] = {}
-    matched_terms: dict[str, list[str]] = {}
-    all_words = [w for t in terms for w in t.words]
-    for term, outcome in zip(terms, outcomes, strict=True):
-        df = max(1, outcome.total_files)
-        idf = math.log(1 + n_files / df)
-        weight = idf * (1.6 if term.exact else 1.0)
-        for fh in outcome.files:
-            top = fh.hits[0]
-            contribution = (
-                weight * (0.5 + min(top.score, 2.5)) * (1 + 0.3 * math.log1p(len(fh.hits)))
-            )
-            scores[fh.path] = scores.get(fh.path, 0.0) + contribution
-            matched_terms.setdefault(fh.path, []).append(term.label)
-            for h in fh.hits[:20]:
-                low = h.text.lower()
-                line_score = h.score * (1 + sum(1 for w in all_words if w in low))
-                if line_score > best_line.get(fh.path, (-1.0, 0, ""))[0]:
-                    best_line[fh.path] = (line_score, h.line, h.text)
-    # A file whose path names the terms is often the answer even when its text says little.
-    for path in list(scores):
-        low = path.lower()
-        hits = sum(1 for t in terms for w in t.words if w in low.rsplit("/", 1)[-1])
-        if hits:
-            scores[path] *= 1 + 0.35 * hits
-    out = []
-    for path, s in scores.items():
-        s *= KIND_WEIGHT[file_kind(path)]
-        _, line, text = best_line[path]
-        out.append(Evidence(path, s, line, text, matched_terms[path]))
-    out.sort(key=lambda e: (-e.score, e.path))
-    if out:
-        # Weak evidence (a licence header, a passing mention) is noise beside a strong hit.
-        floor = out[0].score * MIN_RELATIVE_SCORE
-        out = [e for e in out if e.score >= floor]
-    return out
+@dataclass
+class _Candidate:
+    """A place that may answer: a definition (from the index or around a hit) or a bare hit line."""
+
+    path: str
+    line: int
+    end: int
+    kind: str
+    name: str
+    bm25: float = 0.0
+    labels: set[str] = field(default_factory=set)
+    body: dict[str, float] = field(default_factory=dict)  # term label -> its weight, once each
+    hit_line: int | None = None  # where an exact phrase or identifier of the question is
+
+    def score(self) -> float:
+        return self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(
+            self.body.values()
+        )
 
 
 @dataclass
@@ -213,20 +206,129 @@ class SearchOnlyResult:
 
 
 def answer(
-    question: str, toolbox: Toolbox, *, reason: str = "no model key is configured"
+    question: str,
+    toolbox: Toolbox,
+    *,
+    reason: str = "no model key is configured",
+    deadline: float | None = None,
 ) -> SearchOnlyResult:
-    """Rank the evidence for `question` and write it up, clearly labelled as not a model's answer."""
+    """Rank the evidence for `question` and write it up, clearly labelled as not a model's answer.
+
+    `deadline` (time.monotonic()) bounds how long a first question waits for the definitions
+    index of a big repository; past that it is ranked by ripgrep's hits alone, and says so."""
     terms = question_terms(question)
+    groups = question_groups(question)
     sha = toolbox.snapshot.short_sha
     label = f"**Search-only answer** ({reason}; nothing below was written by a model) at {sha}."
-    if not terms:
+    if not terms and not groups:
         return SearchOnlyResult(
             label + "\nI could not find anything to search for in the question; name a function, "
             "file, message or concept.",
             [],
             [],
         )
+    indexes, pending = _indexes(toolbox, _wait_s(deadline))
+    found = _search_indexes(indexes, groups)
+    chosen = _rg_terms(terms, indexes)
+    pairs = _run_searches(toolbox, chosen)
+    evidence = rank(toolbox, indexes, found, groups, pairs)[:TOP_FILES]
+    searches = [o.describe() for _, o in pairs]
+    if not evidence:
+        large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
+        return SearchOnlyResult(
+            label
+            + "\nNo matches for "
+            + (", ".join(searches) or "the question's words")
+            + "."
+            + large,
+            [],
+            searches,
+        )
+    rows = [label]
+    for name, p in pending.items():
+        rows.append(
+            f"_The definitions index of {name} at this commit is still being built ({p.todo} of "
+            f"{p.files} files to go), so this is ranked by ripgrep's hits alone; later questions "
+            "rank definitions by what they mean._"
+        )
+    rows.append("The most likely places, best first:")
+    for i, ev in enumerate(evidence, 1):
+        rows += _cited(toolbox, i, ev)
+    if _CALLERS_RE.search(question) and evidence[0].name:
+        rows += _call_sites(toolbox, evidence[0])
+    rows.append("Read these to confirm; a model-backed answer would follow the trail further.")
+    # Snippets and names are repository text: the same gate as any tool result.
+    safe = toolbox.gate.apply("\n".join(rows))
+    return SearchOnlyResult(safe.text, evidence, searches)
 
+
+# -- the index -----------------------------------------------------------------------------------------
+
+
+def _wait_s(deadline: float | None) -> float:
+    if deadline is None:
+        return WAIT_S
+    return max(0.0, min(WAIT_S, (deadline - time.monotonic() - RESERVE_S) / 2))
+
+
+def _indexes(
+    toolbox: Toolbox, wait_s: float
+) -> tuple[list[tuple[str, DefinitionIndex]], dict[str, Pending]]:
+    """Each repository's definitions index with the prefix its paths carry in this tree, and the
+    repositories whose index is not ready within `wait_s` (shared by them, one after another)."""
+    snap = toolbox.snapshot
+    parts = snap.parts
+    out = []
+    pending: dict[str, Pending] = {}
+    until = time.monotonic() + wait_s
+    for name, part in parts.items():
+        prefix = f"{name}/" if len(parts) > 1 else ""
+        try:
+            if not part.files:
+                continue
+            toolbox.notify("reading the definitions index" if _built(part) else
+                           "indexing definitions (once per commit)")  # fmt: skip
+            got = index_for(part, wait_s=max(0.0, until - time.monotonic()))
+        except (OSError, sqlite3.Error) as e:
+            toolbox.notify(f"no definitions index for {name}: {e}")
+            continue
+        if isinstance(got, Pending):
+            toolbox.notify(f"definitions index of {name}: {got.todo} of {got.files} files to go")
+            pending[name] = got
+        else:
+            out.append((prefix, got))
+    return out, pending
+
+
+def _built(part: Snapshot) -> bool:
+    return part.index_path is not None and part.index_path.is_file()
+
+
+def _search_indexes(
+    indexes: list[tuple[str, DefinitionIndex]], groups: list[tuple[tuple[str, ...], float, str]]
+) -> list[tuple[Found, str]]:
+    """Definitions that match the question's words, best first, with the words they matched."""
+    out: list[tuple[Found, str]] = []
+    if not groups:
+        return out
+    for prefix, index in indexes:
+        for f in index.search([(g, w) for g, w, _ in groups]):
+            labels = ", ".join(dict.fromkeys(groups[i][2] for i in sorted(f.groups)))
+            out.append((Found(prefix + f.path, f.line, f.end, f.kind, f.name, f.scope, f.score,
+                              f.groups), labels))  # fmt: skip
+    return out
+
+
+def _rg_terms(terms: list[Term], indexes: list[tuple[str, DefinitionIndex]]) -> list[Term]:
+    """Quoted text and identifiers, and the rarest plain words (fewest definitions name them)."""
+    exact = [t for t in terms if t.exact]
+    plain = [t for t in terms if not t.exact]
+    if indexes:
+        plain.sort(key=lambda t: sum(ix.count(t.label) for _, ix in indexes))
+    return exact + plain[:RG_WORDS]
+
+
+def _run_searches(toolbox: Toolbox, terms: list[Term]) -> list[tuple[Term, SearchOutcome]]:
     def run(term: Term) -> SearchOutcome | None:
         try:
             # Stable order: the same question over the same commit ranks the same way.
@@ -244,38 +346,303 @@ def answer(
         toolbox.notify(
             f"searched {o.describe()}: {o.total_matches} matches in {o.total_files} files"
         )
-    evidence = rank_evidence(toolbox, [t for t, _ in pairs], [o for _, o in pairs])[:TOP_FILES]
-    if not evidence:
-        large = [note for _, o in pairs if (note := o.large_note())]
-        return SearchOnlyResult(
-            label
-            + "\nNo matches for "
-            + ", ".join(o.describe() for _, o in pairs)
-            + "."
-            + "".join("\n" + note for note in large),
-            [],
-            [o.describe() for _, o in pairs],
-        )
-    rows = [label, "The most likely places, best first:"]
-    for i, ev in enumerate(evidence, 1):
-        snippet = _snippet(toolbox, ev)
-        where = f"{display_path(ev.path)}:{ev.line}"
-        rows.append(f"{i}. `{where}` (matches {', '.join(dict.fromkeys(ev.terms))})")
-        rows.append("```\n" + snippet + "\n```")
-    rows.append("Read these to confirm; a model-backed answer would follow the trail further.")
-    safe = toolbox.gate.apply(
-        "\n".join(rows)
-    )  # snippets are repository text: same gate as any tool
-    return SearchOnlyResult(safe.text, evidence, [o.describe() for _, o in pairs])
+    return pairs
 
 
-def _snippet(toolbox: Toolbox, ev: Evidence) -> str:
+# -- ranking ---------------------------------------------------------------------------------------------
+
+
+def rank(
+    toolbox: Toolbox,
+    indexes: list[tuple[str, DefinitionIndex]],
+    found: list[tuple[Found, str]],
+    groups: list[tuple[tuple[str, ...], float, str]],
+    pairs: list[tuple[Term, SearchOutcome]],
+) -> list[Evidence]:
+    """Files ranked by their best place: a definition whose name, scope, path or doc says what the
+    question says (BM25 over the index), plus what its body says (the question's words in it, and
+    ripgrep's hits for the rarest words, quoted text and identifiers, each counted once)."""
+    cands: dict[tuple[str, int], _Candidate] = {}
+    for f, labels in found:
+        c = cands.setdefault((f.path, f.line), _Candidate(f.path, f.line, f.end, f.kind, f.name))
+        c.bm25 = max(c.bm25, f.score)
+        c.labels.update(x for x in labels.split(", ") if x)
+    _add_hits(toolbox, indexes, pairs, cands)
+    _add_bodies(toolbox, indexes, groups, cands)
+    by_file: dict[str, list[_Candidate]] = {}
+    for c in cands.values():
+        by_file.setdefault(c.path, []).append(c)
+    out = []
+    for path, cs in by_file.items():
+        cs.sort(key=lambda c: (-c.score(), c.line))
+        best = cs[0]
+        if best.kind == "file" and len(cs) > 1 and cs[1].score() >= 0.5 * best.score():
+            best = cs[1]  # cite what the file defines, not its first line
+        second = cs[1].score() if len(cs) > 1 else 0.0
+        weight = FILE_KIND_WEIGHT[_file_kind(indexes, path)]
+        s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
+        line, end = best.line, None
+        if best.hit_line is not None and best.hit_line != best.line:
+            if best.line < best.hit_line <= best.end and best.kind != "line":
+                end = best.hit_line  # the definition down to the line inside it that answers
+            else:
+                line = best.hit_line
+        out.append(Evidence(path, s, line, "", sorted(best.labels), best.name, best.kind, end))
+    out.sort(key=lambda e: (-e.score, e.path))
+    if out:
+        floor = out[0].score * MIN_RELATIVE_SCORE
+        out = [e for e in out if e.score >= floor]
+    return out
+
+
+def _add_hits(
+    toolbox: Toolbox,
+    indexes: list[tuple[str, DefinitionIndex]],
+    pairs: list[tuple[Term, SearchOutcome]],
+    cands: dict[tuple[str, int], _Candidate],
+) -> None:
+    """ripgrep's hits as evidence for the definition around each (or the bare line): each term once
+    per definition, however many near-identical lines say it."""
+    n_files = max(1, len(toolbox.snapshot.files))
+    spans = _Spans(toolbox, indexes, pairs)
+    for term, outcome in pairs:
+        rarity = math.log(1 + n_files / max(1, outcome.total_files))
+        weight = rarity * (EXACT_WEIGHT if term.exact else HIT_WEIGHT)
+        for fh in outcome.files:
+            defs = spans.of(fh.path)
+            for h in fh.hits[:HITS_PER_FILE]:
+                where = _innermost(defs, h.line)
+                if where is None:
+                    key = (fh.path, h.line)
+                    c = cands.setdefault(key, _Candidate(fh.path, h.line, h.line, "line", ""))
+                else:
+                    start, end, kind, name = where
+                    key = (fh.path, start)
+                    c = cands.setdefault(key, _Candidate(fh.path, start, end, kind, name))
+                if term.label not in c.body:
+                    c.body[term.label] = weight * min(1.0, h.score)
+                    c.labels.add(term.label)
+                    if term.exact and c.hit_line is None:
+                        c.hit_line = h.line
+
+
+_TOKEN_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def _add_bodies(
+    toolbox: Toolbox,
+    indexes: list[tuple[str, DefinitionIndex]],
+    groups: list[tuple[tuple[str, ...], float, str]],
+    cands: dict[tuple[str, int], _Candidate],
+) -> None:
+    """What the best candidates' bodies say: the question's words in each body, by rarity, with
+    BM25's saturation and length normalisation (a long function says everything once)."""
+    want: dict[str, tuple[float, str]] = {}
+    for words, weight, label in groups:
+        for w in words:
+            if w not in want or want[w][0] < weight:
+                want[w] = (weight, label)
+    if not want or not indexes:
+        return
+    rows = max(1, sum(ix.rows for _, ix in indexes))
+    df = {w: sum(ix.count(w) for _, ix in indexes) for w in want}
+    idf = {w: math.log(1 + rows / (1 + df[w])) for w in want}
+    top = sorted(
+        (c for c in cands.values() if c.kind in ("function", "method") and c.end > c.line),
+        key=lambda c: -c.score(),
+    )[:BODY_CANDIDATES]
+    files: dict[str, list[str] | None] = {}
+    for c in top:
+        if c.path not in files:
+            files[c.path] = _raw_lines(toolbox, c.path)
+        lines = files[c.path]
+        if not lines:
+            continue
+        tf, n, best_line = _read_body(lines[c.line : min(c.end, c.line + BODY_LINES)], c.line + 1,
+                                      {w: idf[w] * want[w][0] for w in want})  # fmt: skip
+        if not tf:
+            continue
+        if c.hit_line is None and best_line - c.line > DEEP_LINES:
+            c.hit_line = best_line  # deep in a long body: cite the line, under its function
+        # A long body says everything once; a short one is not worth more than an average one.
+        norm = K1 * (1 - B + B * max(n, BODY_AVG_WORDS) / BODY_AVG_WORDS)
+        for w, f in tf.items():
+            weight, label = want[w]
+            c.body["body:" + w] = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
+            c.labels.add(label)
+
+
+def _read_body(
+    body: list[str], first: int, worth: dict[str, float]
+) -> tuple[dict[str, int], int, int]:
+    """How often each wanted word is in a body, how many words it has, and the line (numbered
+    from `first`) with the most worth of two or more of them (0: none)."""
+    tf: dict[str, int] = {}
+    n = 0
+    best_line, best = 0, 0.0
+    for row, text in enumerate(body, first):
+        on_line: set[str] = set()
+        for ident in _TOKEN_RE.findall(text):
+            for part in split_identifier(ident):
+                n += 1
+                st = stem(part)
+                if st in worth:
+                    tf[st] = tf.get(st, 0) + 1
+                    on_line.add(st)
+        if len(on_line) >= 2:
+            score = sum(worth[w] for w in on_line)
+            if score > best:
+                best_line, best = row, score
+    return tf, n, best_line
+
+
+def _raw_lines(toolbox: Toolbox, rel: str) -> list[str] | None:
+    """A file's lines for counting words only (never shown, so not masked)."""
     try:
-        lines = toolbox.lines(ev.path)
-    except (OSError, ToolRefused):
-        lines = None
+        _, real = toolbox.snapshot.resolve(rel)
+        return real.read_text(errors="replace").split("\n")
+    except (OSError, ToolRefused, ValueError):
+        return None
+
+
+class _Spans:
+    """The definitions in a file with hits, as (line, end, kind, name) in line order: from its
+    repository's index, or, with none yet, parsed now for the files with the most of the question."""
+
+    def __init__(
+        self,
+        toolbox: Toolbox,
+        indexes: list[tuple[str, DefinitionIndex]],
+        pairs: list[tuple[Term, SearchOutcome]],
+    ) -> None:
+        self.toolbox = toolbox
+        self.indexes = indexes
+        self.cache: dict[str, list[tuple[int, int, str, str]]] = {}
+        terms: dict[str, int] = {}
+        for _, outcome in pairs:
+            for fh in outcome.files:
+                terms[fh.path] = terms.get(fh.path, 0) + 1
+        best = sorted(terms, key=lambda p: (-terms[p], p))[:UNINDEXED_FILES]
+        self.parse_now = set(best)
+
+    def of(self, path: str) -> list[tuple[int, int, str, str]]:
+        got = self.cache.get(path)
+        if got is None:
+            got = self.cache[path] = self._find(path)
+        return got
+
+    def _find(self, path: str) -> list[tuple[int, int, str, str]]:
+        for prefix, index in self.indexes:
+            if path.startswith(prefix):
+                return index.definitions_in(path[len(prefix) :])
+        if path not in self.parse_now:
+            return []
+        lines = _raw_lines(self.toolbox, path)
+        if not lines:
+            return []
+        try:
+            found = extract(path, lines)
+        except (RecursionError, ValueError):
+            return []
+        return sorted((d.line, d.end, d.kind, d.name) for d in found if d.kind != "file")
+
+
+def _file_kind(indexes: list[tuple[str, DefinitionIndex]], path: str) -> str:
+    for prefix, index in indexes:
+        if path.startswith(prefix):
+            return index.file_kind(path[len(prefix) :])
+    return file_kind(path)
+
+
+def _innermost(
+    defs: list[tuple[int, int, str, str]], line: int
+) -> tuple[int, int, str, str] | None:
+    """The definition that most closely encloses `line`; `defs` are in line order and nest, so it is
+    the last one starting at or above the line that still reaches it."""
+    i = bisect.bisect_right(defs, (line, math.inf))
+    while i > 0:
+        i -= 1
+        if defs[i][1] >= line:
+            return defs[i]
+    return None
+
+
+# -- writing it up -----------------------------------------------------------------------------------------
+
+
+def _cited(toolbox: Toolbox, i: int, ev: Evidence) -> list[str]:
+    """`path:line`, what is defined there and what encloses it, and a few lines."""
+    lines = _lines(toolbox, ev.path)
+    span = f"{ev.line}-{ev.end_line}" if ev.end_line else f"{ev.line}"
+    where = f"{i}. `{display_path(ev.path)}:{span}`"
+    scope = _scope(toolbox, ev, lines)
+    if scope:
+        where += f" in `{scope}`"
+    words = [w for w in ev.terms if "." not in w and "/" not in w]  # never a path-like word
+    if words:
+        where += f" (matches {', '.join(words[:8])})"
     if not lines:
-        return ev.text.strip()[:200]
-    lo, hi = max(1, ev.line - 1), min(len(lines), ev.line + 2)
-    width = len(str(hi))
-    return "\n".join(f"{n:>{width}}  {lines[n - 1][:160]}" for n in range(lo, hi + 1))
+        return [where]
+    rows = list(range(ev.line, ev.line + SNIPPET_LINES))
+    if ev.end_line:  # the definition's first lines, then the line that matched
+        rows = [ev.line, ev.line + 1, ev.end_line - 1, ev.end_line]
+    elif ev.kind in ("line", ""):
+        rows = list(range(ev.line - 1, ev.line + SNIPPET_LINES - 1))
+    rows = sorted({n for n in rows if 1 <= n <= len(lines)})
+    width = len(str(rows[-1])) if rows else 1
+    body: list[str] = []
+    for k, n in enumerate(rows):
+        if k and n > rows[k - 1] + 1:
+            body.append(" " * width + "  ⋮")
+        body.append(f"{n:>{width}}  {lines[n - 1][:160]}")
+    return [where, "```\n" + "\n".join(body) + "\n```"]
+
+
+def _lines(toolbox: Toolbox, rel: str) -> list[str] | None:
+    try:
+        return toolbox.lines(rel)
+    except (OSError, ToolRefused):
+        return None
+
+
+def _scope(toolbox: Toolbox, ev: Evidence, lines: list[str] | None) -> str:
+    """The definitions around the cited line, as the parser labels them (`class A › def b(x)`)."""
+    if not lines or not 1 <= ev.line <= len(lines):
+        return ""
+    try:
+        part, inner = toolbox.snapshot.locate(ev.path)
+        language = refine_language(language_of(ev.path), lines)
+        syntax = syntax_for((str(part.root), inner), language, lines)
+        text = lines[ev.line - 1]
+        col = text.find(ev.name) if ev.name else -1
+        spans = [(col, col + len(ev.name))] if col >= 0 else []
+        info = syntax.info(ev.line, spans)
+    except (OSError, ToolRefused, ValueError):
+        return ""
+    return " › ".join(info.scope)
+
+
+def _call_sites(toolbox: Toolbox, ev: Evidence) -> list[str]:
+    """Where the top definition is called or used, each with the definition it sits in."""
+    name = ev.name.rsplit(".", 1)[-1]
+    if len(name) < 3 or not re.fullmatch(r"[A-Za-z_$][\w$]*", name):
+        return []
+    try:
+        outcome = toolbox.search_outcome(rf"\b{re.escape(name)}\b", stable=True)
+    except ToolRefused:
+        return []
+    toolbox.searches.append(outcome.describe())
+    sites = []
+    for fh in outcome.files:
+        for h in sorted(fh.hits, key=lambda h: h.line):
+            if fh.path == ev.path and h.line == ev.line:
+                continue
+            if h.kind in ("call", "reference"):
+                sites.append((fh.path, h.line))
+    if not sites:
+        return []
+    shown = sites[:15]
+    more = "" if len(sites) <= len(shown) and not outcome.stopped_early else " (first 15)"
+    rows = [f"Where `{name}` is used{more}:"]
+    rows += [f"- `{display_path(p)}:{n}`" for p, n in shown]
+    return rows

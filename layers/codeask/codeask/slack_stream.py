@@ -85,7 +85,10 @@ class SlackStream:
         self.clock = clock
         self.intervals = {StreamMode.STREAM: append_interval_s, StreamMode.EDITS: edit_interval_s}
         # A job that streamed before (and was redelivered) edits that message: never a new one.
-        self.mode: StreamMode | None = StreamMode.EDITS if previous is not None else None
+        # Nor does one whose earlier attempt left continuation messages: a new stream message
+        # would sort after them, and the answer's first part would be shown last.
+        again = previous is not None or bool(self.posted)
+        self.mode: StreamMode | None = StreamMode.EDITS if again else None
         self.previous = previous
         self.latest: Settled | None = None  # what the reader should see
         self.version = 0  # of `latest`; `shown_version` is the one sent

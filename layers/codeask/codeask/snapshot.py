@@ -45,6 +45,12 @@ class Snapshot:
     sha: str
     repo: RepoRef
     deny: DenyList = field(default_factory=DenyList)
+    # Where this snapshot's definitions index lives (beside the read-only tree, never inside it);
+    # None keeps it in memory (a tree that is not a materialised snapshot).
+    index_path: Path | None = None
+    # Each file's git blob id, when the writer of the tree knows them: an index build reuses the
+    # rows of an earlier commit's unchanged files by them.
+    blobs: Mapping[str, str] | None = None
     scope: PathScope = field(default_factory=PathScope)
 
     def __post_init__(self) -> None:

@@ -93,6 +93,13 @@ def materialise(
     return tuple(sorted(manifest.entries))
 
 
+def tree_blobs(repo: pygit2.Repository, sha: str, view: View) -> dict[str, str]:
+    """The blob id of every file of the commit the view holds, by path, as `materialise` would
+    write it; reads trees only, never a blob."""
+    plan = _plan(repo[sha].peel(pygit2.Commit).tree, "", view)
+    return {rel: str(oid) for _, rel, oid, _ in plan.files}
+
+
 def _cheaper(
     build: Callable[[], tuple[Manifest, list[str]] | None], tmp: Path, sha: str
 ) -> tuple[Manifest, list[str]] | None:

@@ -21,13 +21,22 @@ from codeask.errors import DiskFull, RepoUnavailable, first_line
 from codeask.mirror import space, spare
 from codeask.mirror.incremental import delta
 from codeask.mirror.manifest import MANIFEST_NAME, Manifest, parse_entry
-from codeask.mirror.materialise import MODE_LINK, TEMP_IDLE_S, View, materialise, remove_tree
+from codeask.mirror.materialise import (
+    MODE_LINK,
+    TEMP_IDLE_S,
+    View,
+    materialise,
+    remove_tree,
+    tree_blobs,
+)
 from codeask.mirror.result import OnRepair, Repair
 from codeask.mirror.space import Free, is_full
 from codeask.scope import PathScope
 from codeask.snapshot import RepoRef, Snapshot
 
 _SNAPSHOT_DIR_RE = re.compile(r"^[0-9a-f]{40,64}-[0-9a-f]{12}$")
+INDEX_SUFFIX = ".defs"  # the definitions index of snapshot `X` is the file `X.defs` beside it
+PARTIAL_SUFFIX = INDEX_SUFFIX + ".partial"  # ... and one its build could not finish yet
 _SNAPSHOT_IDLE_S = 600.0  # a snapshot untouched this long is nobody's current answer
 _TOUCH_EVERY_S = 60.0
 _CACHE_MAX = 16
@@ -130,8 +139,13 @@ class Snapshots:
             listing = self._write(repo, sha, target, view, ref.name)
             wrote = True
         self._touch(target, force=True)
-        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny, scope=view.scope)
+        index_path = target.with_name(target.name + INDEX_SUFFIX)
+        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny, scope=view.scope,
+                            index_path=index_path)  # fmt: skip
         snapshot.seed_files(listing)
+        if not index_path.is_file():
+            # Its index is still to be built: unchanged files' rows are found by their blob ids.
+            snapshot.blobs = tree_blobs(repo, sha, view)
         probe = _Probe.of(target, _sample(listing))
         with _guard:
             _cache[cache_key] = snapshot
@@ -211,6 +225,8 @@ class Snapshots:
                     names.add(entry.name)
                     if path not in keep and now - mtime > _SNAPSHOT_IDLE_S:
                         candidates.append((mtime, path))
+                elif _orphan_index(repo_dir, entry.name, now - mtime):
+                    remove_tree(path)
             for orphan in spare.orphans(repo_dir, names):
                 remove_tree(orphan)
         candidates.sort()
@@ -257,6 +273,8 @@ class Snapshots:
                     remove_tree(path)
             elif path != current and _SNAPSHOT_DIR_RE.match(entry.name) and entry.is_dir():
                 kept.append((mtime, path))
+            elif _orphan_index(repo_dir, entry.name, now - mtime):
+                remove_tree(path)
         kept.sort(reverse=True)
         # `keep` per view: a channel scoped to part of the repo has snapshots of its own.
         seen: dict[str, int] = {current.name[-12:]: 1}
@@ -287,6 +305,9 @@ class Snapshots:
             _probes.pop(path, None)
             _touched.pop(path, None)
         remove_tree(trash)
+        # An open index stays readable to whoever has it open; new readers rebuild.
+        remove_tree(path.with_name(path.name + INDEX_SUFFIX))
+        remove_tree(path.with_name(path.name + PARTIAL_SUFFIX))
         for made in spare.of(path):
             remove_tree(made)
 
@@ -299,6 +320,14 @@ class Snapshots:
 
 
 _MISSING = "it is missing"
+
+
+def _orphan_index(repo_dir: Path, name: str, idle_s: float) -> bool:
+    """Whether `name` is a definitions index left over: its snapshot was pruned while someone
+    still read it (an hour idle, so a build under way for a snapshot being written is not)."""
+    if not name.endswith((INDEX_SUFFIX, PARTIAL_SUFFIX)) or idle_s <= TEMP_IDLE_S:
+        return False
+    return not (repo_dir / name.removesuffix(".partial").removesuffix(INDEX_SUFFIX)).is_dir()
 
 
 def _check(

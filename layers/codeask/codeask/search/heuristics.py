@@ -14,6 +14,7 @@ _DEF_RE = re.compile(
       | (?:public|private|protected|internal|static|override|virtual)\b[^=;(]*\(
       | (?:export\s+)?(?:const|let|var|val)\s+\w+\s*[:=]
       | [A-Z][A-Z0-9_]{2,}\s*(?::[^=]+)?=[^=]
+      | \{\{-?\s*define\s+"
     )""",
     re.VERBOSE,
 )
@@ -25,8 +26,29 @@ _SCOPE_RE = re.compile(
 )
 
 
+# The name a definition line defines: a template's `{{ define "name" }}`, the word after the
+# keyword, an assigned constant, or the word before a method's parameter list.
+_NAME_RE = re.compile(
+    r"""\{\{-?\s*define\s+"(?P<tpl>[^"]+)"
+      | \b(?:def|class|function\*?|func|fn|struct|enum|trait|interface|impl|module|object|record|
+           type|protocol|extension|namespace|macro_rules!|defmodule|defp?|sub|procedure|const|let|
+           var|val)\s+(?:\([^)]*\)\s*)?(?P<kw>[A-Za-z_$][\w$]*)
+      | ^\s*(?P<const>[A-Z][A-Z0-9_]{2,})\s*(?::[^=]+)?=
+      | (?P<call>[A-Za-z_$][\w$]*)\s*\(""",
+    re.VERBOSE,
+)
+
+
 def is_definition(text: str) -> bool:
     return _DEF_RE.match(text) is not None
+
+
+def defined_name(text: str) -> str | None:
+    """The name a definition line (one `is_definition` accepts) defines, if it can be told."""
+    m = _NAME_RE.search(text)
+    if m is None:
+        return None
+    return m.group("tpl") or m.group("kw") or m.group("const") or m.group("call")
 
 
 def _indent(text: str) -> int:

@@ -1,0 +1,152 @@
+"""Benchmark: a snapshot's definitions index against writing the snapshot: a first build, a commit's rebuild, the wait bound, queries."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pygit2
+
+from codeask.denylist import DenyList
+from codeask.mirror.materialise import View, materialise, remove_tree, tree_blobs
+from codeask.search import definitions, index_build, languages
+from codeask.search.definition_index import WAIT_S, DefinitionIndex
+from codeask.search.filekinds import language_of, refine_language
+from codeask.search_only import question_groups
+from codeask.snapshot import RepoRef, Snapshot
+
+REPEATS = 3
+CHANGED = 100  # files a later commit changes (1 % of the corpus)
+QUESTIONS = [
+    "where do we retry a failed webhook signature check",
+    "how is the billing invoice exported",
+    "which handler sends the customer email",
+    "where is the redis cache session loaded",
+    "what limits the rate of the queue worker",
+]
+
+
+def _snapshot(repo: pygit2.Repository, sha: str, where: Path) -> tuple[Snapshot, float, float]:
+    """The commit written as a snapshot; wall and CPU seconds of the writing."""
+    t, c = time.perf_counter(), time.process_time()
+    listing = materialise(repo, sha, where, View(DenyList()))
+    write_s, write_cpu = time.perf_counter() - t, time.process_time() - c
+    snap = Snapshot(where, sha, RepoRef("corpus", str(where)))
+    snap.seed_files(listing)
+    return snap, write_s, write_cpu
+
+
+def _build(
+    repo: pygit2.Repository, snap: Snapshot, target: Path
+) -> tuple[index_build.BuildStats, float, float]:
+    """The index built as a first question builds it, blob ids read from the commit's trees
+    included; wall and CPU seconds."""
+    t, c = time.perf_counter(), time.process_time()
+    snap.blobs = tree_blobs(repo, snap.sha, View(DenyList()))
+    _, stats = index_build.build(snap, target)
+    return stats, time.perf_counter() - t, time.process_time() - c
+
+
+def _parse_only(snap: Snapshot) -> float:
+    """Reading and parsing every file with tree-sitter and nothing else: the floor of any build."""
+    t = time.perf_counter()
+    for rel in snap.files:
+        data = (snap.root / rel).read_bytes()
+        lines = data.decode("utf-8", "replace").split("\n")
+        language = refine_language(language_of(rel), lines)
+        if language and languages.has_grammar(language):
+            definitions._parser(language).parse(data)
+    return time.perf_counter() - t
+
+
+def _commit_changes(tree: Path, work: Path) -> tuple[pygit2.Repository, str, str]:
+    """A clone sharing the corpus's objects, with one more commit that edits CHANGED files."""
+    subprocess.run(["git", "clone", "-q", "--shared", str(tree), str(work)], check=True)
+    repo = pygit2.Repository(str(work))
+    first = str(repo.head.target)
+    files = sorted(p for p in work.rglob("m*.py") if ".git" not in p.parts)[:CHANGED]
+    for p in files:
+        p.write_text(p.read_text() + "\n\ndef rotate_expiring_token(token):\n    return token\n")
+    env = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@example.invalid",
+           "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(work)}  # fmt: skip
+    subprocess.run(["git", "commit", "-q", "-a", "-m", "edit"], cwd=work, check=True, env=env)
+    repo = pygit2.Repository(str(work))
+    return repo, first, str(repo.head.target)
+
+
+def run(tree: Path) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory(dir=tree.parent) as tmp:
+        work = Path(tmp)
+        repo, first, second = _commit_changes(tree, work / "clone")
+        writes, builds, floors, cpu_ratios = [], [], [], []
+        snaps = work / "snaps"
+        for i in range(REPEATS):  # interleaved, so that load on the machine hits both alike
+            snap, write_s, write_cpu = _snapshot(repo, first, snaps / f"{first}-{i}")
+            target = snaps / f"{first}-{i}.defs"
+            stats, build_s, build_cpu = _build(repo, snap, target)
+            builds.append(build_s)
+            writes.append(write_s)
+            cpu_ratios.append(build_cpu / max(write_cpu, 1e-6))
+            floors.append(_parse_only(snap))
+            if i < REPEATS - 1:
+                remove_tree(snap.root)
+                target.unlink()
+        size = target.stat().st_size
+        snap_bytes = sum(p.stat().st_size for p in snap.root.rglob("*") if p.is_file())
+        b, w, f = statistics.median(builds), statistics.median(writes), statistics.median(floors)
+        rows.append({"name": "definitions index, first build vs writing the snapshot (10k files)",
+                     "ratio": round(b / w, 2), "a_s": round(b, 2), "b_s": round(w, 2),
+                     "aim": "< 2x", "cpu_ratio": round(statistics.median(cpu_ratios), 2),
+                     "note": f"parsing alone {f:.2f} s ({f / w:.2f}x the write); "
+                     f"{stats.definitions} definitions, engine {stats.engine}"})  # fmt: skip
+        rows.append({"name": "definitions index size vs the snapshot's bytes",
+                     "ratio": round(size / snap_bytes, 2), "a_mb": round(size / 1e6, 1),
+                     "b_mb": round(snap_bytes / 1e6, 1)})  # fmt: skip
+
+        # A commit that changes 1 % of the files: rows of the other 99 % are copied by blob id.
+        snap2, write2, _ = _snapshot(repo, second, snaps / f"{second}-0")
+        stats2, again, _ = _build(repo, snap2, snaps / f"{second}-0.defs")
+        rows.append({"name": f"definitions index of the next commit ({CHANGED} files changed) vs "
+                     "writing its snapshot", "ratio": round(again / write2, 2),
+                     "a_s": round(again, 2), "b_s": round(write2, 2),
+                     "note": f"{stats2.parsed} parsed, {stats2.reused} reused"})  # fmt: skip
+
+        # Where the first question's wait bound falls: files this build reads per second of WAIT_S.
+        per_s = stats.files / max(stats.parse_s, 1e-6)
+        mb_s = snap_bytes / 1e6 / max(b, 1e-6)
+        rows.append({"name": f"first question's wait for an index: bound {WAIT_S:.0f} s",
+                     "a_files": int(per_s * WAIT_S), "a_mb": round(mb_s * WAIT_S, 1),
+                     "note": "repositories bigger than this (of files like these) answer their "
+                     "first questions from ripgrep's hits while the build goes on a slice per "
+                     "question"})  # fmt: skip
+
+        index = DefinitionIndex.open(snaps / f"{second}-0.defs")
+        assert index is not None
+        lat = []
+        for q in QUESTIONS * 3:
+            # the groups a search-only answer sends: the question's content words and synonyms
+            groups = [(words, weight) for words, weight, _ in question_groups(q)]
+            t = time.perf_counter()
+            index.search(groups)
+            lat.append((time.perf_counter() - t) * 1000)
+        rows.append({"name": "definitions index query, p50 / max of 15",
+                     "a_ms": round(statistics.median(lat), 1), "b_ms": round(max(lat), 1),
+                     "aim": "< 50 ms"})  # fmt: skip
+    return rows
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from corpus import make_corpus
+
+    out = Path(__file__).resolve().parent / "out"
+    for row in run(make_corpus(out / "corpus10k")):
+        print(json.dumps(row))

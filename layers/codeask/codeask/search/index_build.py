@@ -1,0 +1,367 @@
+"""Writing a snapshot's definitions index: rows of unchanged blobs copied from an earlier index, the rest parsed within a time budget."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeask.search.definitions import extract
+from codeask.search.filekinds import file_kind
+from codeask.search.vocabulary import tokens
+from codeask.snapshot import Snapshot
+
+VERSION = "7"  # bump when what is indexed, or how, changes: older files are rebuilt, not reused
+MAX_FILE_BYTES = 4_000_000
+BINARY_SNIFF = 8000
+DOC_TOKENS = 60
+PARTIAL_SUFFIX = ".partial"  # an index cut short by its time budget, continued by the next build
+BATCH = 4000  # rows written per executemany
+# A definition's row id is its file's place in the snapshot's listing, shifted, plus its place in
+# the file: ids (and so ties in ranking) do not depend on which rows an earlier index supplied.
+DEF_BITS = 12  # MAX_PER_FILE + 1 definitions per file fit
+# Contentless: the words are only searched, never shown, so their text need not be stored.
+FTS5_OPTIONS = "content='', detail=full, tokenize='unicode61'"
+# Plain English that fills comments and docstrings but never tells two definitions apart.
+DOC_STOP = frozenset(
+    """the a an and or of to in is are be it this that for on as with by at from not if when
+    which can will was were has have had its into than then there these those but all any so
+    no such only may also should would could do does did been being our we you your they them
+    their he she his her i me my us""".split()
+)
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
+    # `blob`: the file's git blob id, when the snapshot knows it (rows are reused by it)
+    "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT, kind TEXT, words TEXT, blob TEXT)",
+    # nw, sw, dw: the stemmed words of the name, the scope and the doc; n: the row's word count
+    "CREATE TABLE defs (id INTEGER PRIMARY KEY, file INTEGER, line INTEGER, end_line INTEGER, "
+    "kind TEXT, name TEXT, scope TEXT, nw TEXT, sw TEXT, dw TEXT, n INTEGER)",
+)
+
+
+@dataclass
+class BuildStats:
+    """What one build did; `complete` is False when the budget ran out first (a partial index)."""
+
+    files: int = 0  # files in the index (reused + parsed)
+    definitions: int = 0
+    seconds: float = 0.0
+    bytes: int = 0
+    engine: str = ""
+    parsed: int = 0
+    reused: int = 0
+    todo: int = 0  # files still to parse when a partial index was written
+    complete: bool = True
+    parse_s: float = 0.0  # reading, parsing and tokenising the files not reused
+    tables_s: float = 0.0  # the word tables and the file index, at the end
+
+
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 compiled in (the index falls back to plain tables)."""
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+
+
+def partial_path(target: Path) -> Path:
+    return target.with_name(target.name + PARTIAL_SUFFIX)
+
+
+def build(
+    snapshot: Snapshot,
+    target: Path | None,
+    *,
+    fts5: bool | None = None,
+    budget_s: float | None = None,
+    slice_s: float | None = None,
+) -> tuple[sqlite3.Connection | None, BuildStats]:
+    """Index `snapshot` into `target` (written beside it and renamed into place, so a reader never
+    sees half an index), or into memory when `target` is None.
+
+    Files whose rows an earlier index holds (this commit's partial index, by path; the newest index
+    of another commit beside it, by blob id) are copied, not parsed. With `budget_s`, parsing stops
+    when the budget is spent, or after `slice_s` once the budget is seen to be too short for the
+    rest: what was done is kept as a partial index for the next build, and the connection returned
+    is None. Otherwise it is a connection to the finished index (in memory when `target` is None)."""
+    started = time.perf_counter()
+    use_fts5 = fts5_available() if fts5 is None else fts5
+    tmp = None
+    if target is None:
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        db = sqlite3.connect(tmp, check_same_thread=False)
+    try:
+        writer = _Writer(db, snapshot, use_fts5)
+        writer.reuse(_donors(target) if target is not None else [])
+        writer.parse(started, budget_s, slice_s)
+        stats = writer.finish(started)
+        if tmp is None or target is None:
+            return (db if stats.complete else None), stats
+        db.close()
+        stats.bytes = tmp.stat().st_size
+        os.replace(tmp, target if stats.complete else partial_path(target))
+        if stats.complete:
+            with contextlib.suppress(OSError):
+                partial_path(target).unlink()
+        return None, stats
+    except BaseException:
+        db.close()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
+
+
+def _donors(target: Path) -> list[tuple[Path, bool]]:
+    """Earlier indexes to copy rows from: this commit's partial one (same tree, so any file of the
+    same path), then the newest finished index of another commit beside it (same blob only)."""
+    out = []
+    partial = partial_path(target)
+    if partial.is_file():
+        out.append((partial, True))
+    newest: tuple[float, Path] | None = None
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        entries = []
+    for e in entries:
+        if e.name.endswith(target.suffix) and e.name != target.name and not e.name.startswith("."):
+            try:
+                mtime = e.stat().st_mtime
+            except OSError:
+                continue
+            if newest is None or mtime > newest[0]:
+                newest = (mtime, Path(e.path))
+    if newest is not None:
+        out.append((newest[1], False))
+    return out
+
+
+class _Writer:
+    """One build: the schema, the copied rows, the parsed files, and the search tables at the end."""
+
+    def __init__(self, db: sqlite3.Connection, snapshot: Snapshot, use_fts5: bool) -> None:
+        self.db = db
+        self.snapshot = snapshot
+        self.use_fts5 = use_fts5
+        self.blobs = snapshot.blobs or {}
+        self.root = str(snapshot.root)
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        for sql in _SCHEMA:
+            db.execute(sql)
+        self.stats = BuildStats(engine="fts5" if use_fts5 else "tables")
+        self.todo: list[tuple[str, int]] = []  # (path, size) of the files still to parse
+        self.file_ids: dict[str, int] = {}  # a file's place in the snapshot's listing, from 1
+        self._names: dict[str, str] = {}
+        self._scopes: dict[tuple[str, ...], str] = {}
+
+    # -- rows copied from earlier indexes ------------------------------------------------------------
+
+    def reuse(self, donors: list[tuple[Path, bool]]) -> None:
+        wanted: dict[str, int] = {}  # path -> size, for the files that may be indexed
+        root = self.snapshot.root
+        for i, rel in enumerate(self.snapshot.files, 1):
+            try:
+                st = os.lstat(root / rel)
+            except OSError:
+                continue
+            if st.st_size <= MAX_FILE_BYTES and stat.S_ISREG(st.st_mode):
+                wanted[rel] = st.st_size
+                self.file_ids[rel] = i
+        taken: set[str] = set()
+        for i, (path, same_tree) in enumerate(donors):
+            with contextlib.suppress(sqlite3.Error, OSError):
+                self._copy_from(f"d{i}", path, same_tree, wanted, taken)
+        self.todo = [(rel, size) for rel, size in wanted.items() if rel not in taken]
+
+    def _copy_from(
+        self, alias: str, path: Path, same_tree: bool, wanted: dict[str, int], taken: set[str]
+    ) -> None:
+        db = self.db
+        db.execute(f"ATTACH DATABASE ? AS {alias}", (f"file:{path}?mode=ro&immutable=1",))
+        try:
+            version = db.execute(f"SELECT value FROM {alias}.meta WHERE key = 'version'").fetchone()
+            if version is None or version[0] != VERSION:
+                return
+            pairs = []
+            for old_id, rel, blob in db.execute(f"SELECT id, path, blob FROM {alias}.files"):
+                if rel in taken or rel not in wanted:
+                    continue
+                if not same_tree and (blob is None or blob != self.blobs.get(rel)):
+                    continue
+                taken.add(rel)
+                pairs.append((old_id, self.file_ids[rel]))
+            if not pairs:
+                return
+            db.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS moved (old INTEGER PRIMARY KEY, new INTEGER)"
+            )
+            db.execute("DELETE FROM moved")
+            db.executemany("INSERT INTO moved VALUES (?, ?)", pairs)
+            db.execute(
+                f"INSERT INTO files SELECT m.new, f.path, f.kind, f.words, f.blob "
+                f"FROM {alias}.files f JOIN moved m ON f.id = m.old"
+            )
+            db.execute(
+                f"INSERT INTO defs SELECT (m.new << {DEF_BITS}) | (d.id & {(1 << DEF_BITS) - 1}), "
+                f"m.new, d.line, d.end_line, d.kind, d.name, d.scope, d.nw, d.sw, d.dw, d.n "
+                f"FROM {alias}.defs d JOIN moved m ON d.file = m.old"
+            )
+            self.stats.reused += len(pairs)
+        finally:
+            db.commit()
+            db.execute(f"DETACH DATABASE {alias}")
+
+    # -- files parsed now ------------------------------------------------------------------------------
+
+    def parse(self, started: float, budget_s: float | None, slice_s: float | None) -> None:
+        """Parse what is left, in batches; stop early as `build` says."""
+        files: list[tuple[object, ...]] = []
+        defs: list[tuple[object, ...]] = []
+        total = sum(size for _, size in self.todo) or 1
+        done_bytes = 0
+        t0 = time.perf_counter()
+        done = 0
+        for rel, size in self.todo:
+            if budget_s is not None and done:  # each call parses one file at least
+                now = time.perf_counter()
+                spent = now - started
+                rate = done_bytes / max(now - t0, 1e-6)
+                projected = spent + (total - done_bytes) / max(rate, 1.0)
+                if spent >= budget_s or (
+                    projected > budget_s and slice_s is not None and spent >= slice_s
+                ):
+                    break
+            done += 1
+            done_bytes += size
+            self._one(rel, files, defs)
+            if len(defs) >= BATCH:
+                self._flush(files, defs)
+        self._flush(files, defs)
+        self.stats.parse_s = time.perf_counter() - t0
+        self.stats.parsed = done
+        self.stats.todo = len(self.todo) - done
+        self.stats.complete = self.stats.todo == 0
+
+    def _one(
+        self, rel: str, files: list[tuple[object, ...]], defs: list[tuple[object, ...]]
+    ) -> None:
+        try:
+            with open(f"{self.root}/{rel}", "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            return
+        if b"\x00" in data[:BINARY_SNIFF] or len(data) > MAX_FILE_BYTES:
+            return
+        lines = data.decode("utf-8", "replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        try:
+            found = extract(rel, lines, data)
+        except (RecursionError, ValueError):
+            return  # one odd file must not cost the whole index
+        file_id = self.file_ids[rel]
+        base = rel.rsplit("/", 1)[-1]
+        bare = rel[: len(rel) - len(base)] + (base.rsplit(".", 1)[0] if "." in base[1:] else base)
+        path_words = " ".join(dict.fromkeys(tokens(bare)))
+        n_path = path_words.count(" ") + 1 if path_words else 0
+        files.append((file_id, rel, file_kind(rel), path_words, self.blobs.get(rel)))
+        for k, d in enumerate(found):
+            nw = self._name_words(d.name)
+            sw = self._scope_words(d.scope)
+            dw = _doc_words(d.doc)
+            n = _count(nw) + _count(sw) + _count(dw) + n_path
+            defs.append(((file_id << DEF_BITS) | k, file_id, d.line, d.end, d.kind, d.name, "\x1f".join(d.scope),
+                         nw, sw, dw, n))  # fmt: skip
+
+    def _name_words(self, name: str) -> str:
+        got = self._names.get(name)
+        if got is None:
+            got = self._names[name] = " ".join(tokens(name))
+        return got
+
+    def _scope_words(self, scope: tuple[str, ...]) -> str:
+        got = self._scopes.get(scope)
+        if got is None:
+            got = self._scopes[scope] = " ".join(tokens(" ".join(scope)))
+        return got
+
+    def _flush(self, files: list[tuple[object, ...]], defs: list[tuple[object, ...]]) -> None:
+        self.db.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?)", files)
+        self.db.executemany("INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", defs)
+        files.clear()
+        defs.clear()
+
+    # -- the search tables ---------------------------------------------------------------------------
+
+    def finish(self, started: float) -> BuildStats:
+        """Word tables and meta for a complete index (in SQL, from the rows); meta alone for a
+        partial one, which nobody searches."""
+        db = self.db
+        stats = self.stats
+        stats.files = db.execute("SELECT count(*) FROM files").fetchone()[0]
+        rows, total_len = db.execute("SELECT count(*), coalesce(sum(n), 0) FROM defs").fetchone()
+        stats.definitions = rows
+        t0 = time.perf_counter()
+        if stats.complete:
+            if self.use_fts5:
+                db.execute(
+                    f"CREATE VIRTUAL TABLE words USING fts5(name, scope, path, doc, {FTS5_OPTIONS})"
+                )
+                db.execute(
+                    "INSERT INTO words (rowid, name, scope, path, doc) "
+                    "SELECT d.id, d.nw, d.sw, f.words, d.dw FROM defs d JOIN files f ON d.file = f.id"
+                )
+                db.execute("INSERT INTO words (words) VALUES ('optimize')")
+            else:
+                db.execute(
+                    "CREATE TABLE post (term TEXT, id INTEGER, PRIMARY KEY (term, id)) WITHOUT ROWID"
+                )
+                db.executemany("INSERT OR IGNORE INTO post VALUES (?, ?)", _postings(db))
+            db.execute("CREATE INDEX defs_by_file ON defs (file, line)")
+        stats.tables_s = time.perf_counter() - t0
+        stats.seconds = time.perf_counter() - started
+        meta = {"version": VERSION, "engine": stats.engine, "rows": str(rows),
+                "files": str(stats.files), "complete": "1" if stats.complete else "0",
+                "avg_len": str(total_len / rows if rows else 1.0),
+                "seconds": f"{stats.seconds:.3f}"}  # fmt: skip
+        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        db.commit()
+        return stats
+
+
+def _postings(db: sqlite3.Connection) -> Iterator[tuple[str, int]]:
+    rows = db.execute(
+        "SELECT d.id, d.nw, d.sw, f.words, d.dw FROM defs d JOIN files f ON d.file = f.id"
+    ).fetchall()
+    for rowid, *cols in rows:
+        for w in set(" ".join(cols).split()):
+            yield w, rowid
+
+
+def _doc_words(doc: str) -> str:
+    if not doc:
+        return ""
+    out = []
+    for w in tokens(doc):
+        if w not in DOC_STOP:
+            out.append(w)
+            if len(out) >= DOC_TOKENS:
+                break
+    return " ".join(out)
+
+
+def _count(words: str) -> int:
+    return words.count(" ") + 1 if words else 0

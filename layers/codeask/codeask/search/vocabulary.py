@@ -1,0 +1,136 @@
+"""The words of code and of questions about it: identifiers split into words, a light stemmer, code synonyms."""
+
+from __future__ import annotations
+
+import re
+
+# `getHTTPProxy` -> get HTTP Proxy, `should_strip_auth` -> should strip auth, `sha256` stays whole.
+# Only ASCII letters and digits match, so one pass over a whole text splits it at everything else.
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+_VOWELS = frozenset("aeiouy")
+_UNDOUBLE = frozenset("bdgmnprt")  # skipp -> skip, runn -> run, logg -> log
+# Words whose -ing, -ed or -s is part of the word, not an inflection.
+_WHOLE = frozenset(
+    """string thing ring king during nothing something anything everything bring spring swing
+    wing ping sing ceiling embed speed seed need feed shed bed red bus gas has was this
+    its yes less unless always perhaps news series species analysis basis axis alias canvas
+    atlas bias chaos""".split()
+)
+# Words whose -er is part of the word, not the one who does it: 'header' is not 'head'.
+_NOT_AGENTS = frozenset(
+    """number header order filter buffer pointer parameter register member layer user other
+    render offer transfer integer character cluster master folder border answer power trigger
+    cover error under over after never ever however whether either rather later upper lower
+    inner outer super paper water letter matter chapter corner center enter alter""".split()
+)
+_stems: dict[str, str] = {}
+_STEMS_KEPT = 200_000  # words remembered; a warm process reads many repositories
+
+
+def stem(word: str) -> str:
+    """A word's stem, the same for its inflections, its -ate/-ation forms and its doer: 'validation',
+    'validates', 'validating' -> 'valid'; 'runner', 'running' -> 'run'; 'parser', 'parsed' -> 'pars';
+    'numbered', 'numbers' -> 'number' ('header' is not 'head'); short words stay whole."""
+    got = _stems.get(word)
+    if got is None:
+        if len(_stems) >= _STEMS_KEPT:
+            _stems.clear()
+        got = _stems[word] = _stem(word.lower())
+    return got
+
+
+def _stem(w: str) -> str:
+    if len(w) <= 3 or w in _WHOLE:
+        return w
+    # plurals and third persons
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith(("sses", "ches", "shes", "xes", "zes")) or (w.endswith("uses") and len(w) > 5):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    # -ing or -ed, then a doer's -er, putting back an e that came off ('naming' -> name)
+    derived = w.endswith(("ate", "ation"))
+    for suffix in ("ing", "ed", "er"):
+        base = w[: -len(suffix)]
+        if (
+            w.endswith(suffix)
+            and len(base) >= (3 if suffix == "er" else 2)
+            and _VOWELS.intersection(base)
+            and base[-1] != "e"
+            and not (suffix == "er" and w in _NOT_AGENTS)
+        ):
+            derived = derived or (base.endswith("at") and not base.endswith("att"))
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] in _UNDOUBLE:
+                base = base[:-1]
+            elif len(base) <= 3 and base[-1] not in _VOWELS and base[-1] not in "wxy":
+                base += "e"
+            w = base
+            if not w.endswith("er"):
+                break  # else an -er may follow: 'discovered' -> discover -> discov
+    if w.endswith("e") and len(w) > 4:
+        w = w[:-1]
+    if w.endswith("ion") and len(w) > 6 and w[-4] in "st":
+        w = w[:-3]  # connection -> connect, validation -> validat
+    if derived and w.endswith("at") and len(w) >= 6:
+        w = w[:-2]  # validat -> valid, configurat -> configur (as 'configure')
+    return w
+
+
+# Programmers name one idea with several words. Each group is general programming vocabulary,
+# written as stems; a question's word also finds the others in its group, at a lower weight.
+# Every group was kept only if it did not lower the tuning sets' scores (see bench/search_quality.py).
+_WORD_GROUPS = (
+    "delete remove cleanup unlink prune purge rm",
+    "create make build new init",
+    "check verify validate ensure",
+    "config configure setting option ini cfg conf",
+    "retry backoff attempt",
+    "temp tmp",
+    "folder dir directory",
+    "error exception raise fail err",
+    "message msg",
+    "authenticate auth login credential authorization",
+    "permission acl access",
+    "database db sql",
+    "connect conn client session",
+    "stop abort exit halt shutdown",
+    "start begin launch",
+    "cut truncate trim shorten",
+    "parameter param arg argument",
+    "environment env",
+    "print write report echo",
+    "slow duration elapsed timing",
+    "debugger pdb breakpoint",
+    "ignore skip exclude",
+    "download fetch",
+    "cache memo",
+    "expire expiry rotate refresh ttl",
+    "terminal tty isatty console",
+    "password passwd secret",
+    "count number num many",
+)
+SYNONYMS: tuple[tuple[str, ...], ...] = tuple(
+    tuple(dict.fromkeys(stem(w) for w in g.split())) for g in _WORD_GROUPS
+)
+_GROUP_OF: dict[str, tuple[str, ...]] = {}
+for _group in SYNONYMS:
+    for _word in _group:
+        _GROUP_OF.setdefault(_word, _group)
+
+
+def split_identifier(text: str) -> list[str]:
+    """The words of an identifier or a phrase, lower-case: `_IO_switch_to_get_mode` -> io, switch,
+    to, get, mode; `getHTTPProxy` -> get, http, proxy."""
+    return [p.lower() for p in _PART.findall(text)]
+
+
+def tokens(text: str) -> list[str]:
+    """Stemmed words of a name, a path or a comment, in order."""
+    return [stem(p.lower()) for p in _PART.findall(text)]
+
+
+def synonyms(stemmed: str) -> tuple[str, ...]:
+    """The other words of a stem's synonym group (none for most words)."""
+    group = _GROUP_OF.get(stemmed, ())
+    return tuple(w for w in group if w != stemmed)

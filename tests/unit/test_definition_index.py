@@ -1,0 +1,349 @@
+"""The definitions index: what it holds, how it ranks, where it lives, and that both engines agree."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from codeask import search_only
+from codeask.denylist import DenyList
+from codeask.mirror import MirrorStore, RepoSpec
+from codeask.search import definition_index
+from codeask.search.definition_index import DefinitionIndex, Pending, fts5_available, index_for
+from codeask.search.definitions import extract
+from codeask.search.index_build import partial_path
+from codeask.search.vocabulary import split_identifier, synonyms, tokens
+from codeask.snapshot import RepoRef, Snapshot
+from codeask.tools import Toolbox
+from conftest import GitWorkTree
+
+PY = '''"""Sessions and their redirects."""
+
+MAX_REDIRECTS = 30  # how many hops before giving up
+
+
+class SessionRedirectMixin:
+    """Handles redirects."""
+
+    def should_strip_auth(self, old_url, new_url):
+        """Decide whether Authorization should be removed when redirecting."""
+        return old_url != new_url
+
+    @staticmethod
+    def rebuild_proxies(prepared,
+                        proxies):
+        return proxies
+'''
+YAML = """## @param auth.postgresPassword Password for the admin user
+auth:
+  postgresPassword: ""
+metrics:
+  ## @param metrics.resourcesPreset Set container resources for the exporter
+  resourcesPreset: "nano"
+"""
+TPL = """{{/*
+Return the database service port
+*/}}
+{{- define "db.service.port" -}}
+5432
+{{- end -}}
+"""
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    write(root, "app/sessions.py", PY)
+    write(root, "chart/values.yaml", YAML)
+    write(root, "chart/templates/_helpers.tpl", TPL)
+    # A generated API surface: a thousand one-line methods that all say "auth" and "redirect".
+    write(
+        root,
+        "app/generated/client.py",
+        "class Client:\n"
+        + "".join(
+            f"    def auth_redirect_{i}(self): return self.api('auth.redirect')\n"
+            for i in range(1000)
+        ),
+    )
+    write(
+        root,
+        "tests/test_sessions.py",
+        "def test_strip_auth():\n    assert should_strip_auth(1, 2)\n",
+    )
+    return root
+
+
+def test_identifiers_split_into_words() -> None:
+    assert split_identifier("should_strip_auth") == ["should", "strip", "auth"]
+    assert split_identifier("getHTTPProxy") == ["get", "http", "proxy"]
+    assert split_identifier("_IO_switch_to_get_mode") == ["io", "switch", "to", "get", "mode"]
+    assert tokens("retries") == tokens("retried") == ["retry"]
+    assert "backoff" in synonyms(tokens("retry")[0])
+
+
+def test_definitions_have_names_scopes_kinds_and_docs() -> None:
+    defs = {d.name: d for d in extract("app/sessions.py", PY.splitlines())}
+    assert defs["MAX_REDIRECTS"].kind == "constant" and defs["MAX_REDIRECTS"].line == 3
+    strip = defs["should_strip_auth"]
+    assert (strip.kind, strip.line, strip.scope) == ("method", 9, ("SessionRedirectMixin",))
+    assert "Authorization should be removed" in strip.doc
+    assert defs["rebuild_proxies"].line == 14  # the def line, not the decorator
+    keys = {(d.name, d.scope): d for d in extract("chart/values.yaml", YAML.splitlines())}
+    preset = keys[("resourcesPreset", ("metrics",))]
+    assert preset.kind == "key" and "exporter" in preset.doc
+    (tpl,) = [
+        d for d in extract("chart/templates/_helpers.tpl", TPL.splitlines()) if d.kind != "file"
+    ]
+    assert (tpl.name, tpl.line) == ("db.service.port", 4) and "service port" in tpl.doc
+
+
+@pytest.mark.parametrize("fts5", [True, False])
+def test_bm25_finds_a_definition_by_what_it_means(tree: Path, fts5: bool) -> None:
+    if fts5 and not fts5_available():
+        pytest.skip("this SQLite has no FTS5")
+    snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)))
+    index = DefinitionIndex.build(snap, None, fts5=fts5)
+    assert index.engine == ("fts5" if fts5 else "tables")
+    query = [((w,), 1.0) for w in tokens("strip authorization redirect")]
+    query += [(synonyms(tokens("authorization")[0]), 0.5)]
+    best = index.search(query, limit=5)[0]
+    assert (best.path, best.name, best.line) == ("app/sessions.py", "should_strip_auth", 9)
+
+
+def test_both_engines_score_alike(tree: Path) -> None:
+    if not fts5_available():
+        pytest.skip("this SQLite has no FTS5")
+    snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)))
+    a = DefinitionIndex.build(snap, None, fts5=True)
+    b = DefinitionIndex.build(snap, None, fts5=False)
+    for question in ("database service port", "container resources exporter", "auth redirect"):
+        q = [((w,), 1.0) for w in tokens(question)]
+        ra = [(f.path, f.line, round(f.score, 6)) for f in a.search(q)]
+        rb = [(f.path, f.line, round(f.score, 6)) for f in b.search(q)]
+        assert ra == rb and ra
+
+
+def test_the_index_lives_beside_the_snapshot_and_is_built_once(tree: Path, tmp_path: Path) -> None:
+    target = tmp_path / "snaps" / ("a" * 40 + ".defs")
+    snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)), index_path=target)
+    definition_index._cache.clear()
+    index = index_for(snap)
+    assert target.is_file() and not list(tree.rglob("*.defs"))
+    assert index_for(snap) is index
+    written = target.stat()
+    definition_index._cache.clear()
+    again = index_for(snap)  # opened from disk, not rebuilt
+    assert again is not index and again.rows == index.rows
+    after = target.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+    assert not [p for p in target.parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_damaged_or_older_index_is_rebuilt(tree: Path, tmp_path: Path) -> None:
+    target = tmp_path / ("b" * 40 + ".defs")
+    target.write_bytes(b"SQLite format 3\x00" + b"\x00" * 50)  # a truncated file
+    snap = Snapshot(tree, "b" * 40, RepoRef("t", str(tree)), index_path=target)
+    definition_index._cache.clear()
+    assert DefinitionIndex.open(target) is None
+    index = index_for(snap)
+    assert index.rows > 0 and DefinitionIndex.open(target) is not None
+
+
+def test_concurrent_builders_leave_one_whole_index(tree: Path, tmp_path: Path) -> None:
+    target = tmp_path / ("c" * 40 + ".defs")
+    snap = Snapshot(tree, "c" * 40, RepoRef("t", str(tree)))
+    errors: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            DefinitionIndex.build(snap, target)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=build) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    opened = DefinitionIndex.open(target)
+    assert opened is not None and opened.rows > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_search_only_cites_the_definition_with_its_scope_not_the_generated_file(tree: Path) -> None:
+    snap = Snapshot(tree, "d" * 40, RepoRef("t", str(tree)))
+    definition_index._cache.clear()
+    result = search_only.answer(
+        "Where do we drop the Authorization header on a redirect?", Toolbox(snap)
+    )
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/sessions.py", 9, "should_strip_auth")
+    assert "`app/sessions.py:9` in `class SessionRedirectMixin`" in result.text
+    assert "def should_strip_auth" in result.text
+    assert all(e.path != "app/generated/client.py" for e in result.evidence[:1])
+    assert result.text.startswith("**Search-only answer**")
+
+
+def test_callers_questions_list_where_the_definition_is_used(tree: Path) -> None:
+    snap = Snapshot(tree, "e" * 40, RepoRef("t", str(tree)))
+    result = search_only.answer(
+        "Which places call the helper that decides whether to strip authorization on redirects?",
+        Toolbox(snap),
+    )
+    assert result.evidence[0].name == "should_strip_auth"
+    assert "Where `should_strip_auth` is used" in result.text
+    assert "`tests/test_sessions.py:2`" in result.text
+
+
+# -- across commits, and within a time budget ---------------------------------------------------------
+
+
+def rows_of(index: DefinitionIndex) -> list[tuple[object, ...]]:
+    """Every row an index would rank, as the reader sees it, in id order."""
+    return list(
+        index._db.execute(
+            "SELECT d.id, f.path, d.line, d.end_line, d.kind, d.name, d.scope, d.nw, d.sw, d.dw, "
+            "d.n FROM defs d JOIN files f ON d.file = f.id ORDER BY d.id"
+        )
+    )
+
+
+def test_a_new_commit_parses_only_the_files_whose_blob_changed(
+    tmp_path: Path, git_repo: Callable[..., GitWorkTree]
+) -> None:
+    # Given a repository indexed at its first commit
+    work = git_repo()
+    work.commit(
+        {"app/sessions.py": PY, "chart/values.yaml": YAML, "lib/util.py": "def a():\n    pass\n"}
+    )
+    store = MirrorStore(tmp_path / "m", tmp_path / "s", DenyList())
+    spec = RepoSpec.parse(str(work.path), name="app")
+    first = store.sync(spec).snapshot
+    assert first.blobs is not None and set(first.blobs) == set(first.files)
+    definition_index._cache.clear()
+    assert isinstance(index_for(first), DefinitionIndex)
+
+    # When a commit changes one file and adds another
+    work.commit(
+        {"lib/util.py": "def b():\n    '''Rotate the bot token.'''\n", "lib/new.py": "X = 1\n"}
+    )
+    second = store.sync(spec).snapshot
+    index = index_for(second)
+
+    # Then only those two were parsed, the rest copied, and the index is the one a fresh build makes
+    assert isinstance(index, DefinitionIndex)
+    assert (index.stats.parsed, index.stats.reused) == (2, 2)
+    fresh = DefinitionIndex.build(
+        Snapshot(second.root, second.sha, second.repo, index_path=None), None
+    )
+    assert isinstance(fresh, DefinitionIndex)
+    assert rows_of(index) == rows_of(fresh)
+    assert [f.name for f in index.search([(tuple(tokens("rotate token")), 1.0)])][:1] == ["b"]
+
+
+def test_a_build_over_its_budget_is_continued_by_later_questions(
+    tree: Path, tmp_path: Path
+) -> None:
+    # Given a snapshot whose index cannot be built in the time a question gives it
+    target = tmp_path / ("f" * 40 + ".defs")
+    snap = Snapshot(tree, "f" * 40, RepoRef("t", str(tree)), index_path=target)
+    definition_index._cache.clear()
+    files = sum(1 for p in tree.rglob("*") if p.is_file())
+
+    # When questions each give it no time at all
+    first = index_for(snap, wait_s=0.0, slice_s=0.0)
+    assert isinstance(first, Pending) and first.files == files
+    assert not target.exists() and partial_path(target).is_file()
+    seen = [first.todo]
+    got: DefinitionIndex | Pending = first
+    while isinstance(got, Pending) and len(seen) <= files:
+        got = index_for(snap, wait_s=0.0, slice_s=0.0)
+        seen.append(got.todo if isinstance(got, Pending) else 0)
+
+    # Then every question got further, until the index was whole and the partial one gone
+    assert isinstance(got, DefinitionIndex) and seen == sorted(seen, reverse=True)
+    assert len(set(seen)) == len(seen) and target.is_file() and not partial_path(target).exists()
+    fresh = DefinitionIndex.build(Snapshot(tree, "f" * 40, RepoRef("t", str(tree))), None)
+    assert isinstance(fresh, DefinitionIndex) and rows_of(got) == rows_of(fresh)
+
+
+def test_without_its_index_search_only_says_so_and_still_cites_definitions(
+    tree: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / ("9" * 40 + ".defs")
+    snap = Snapshot(tree, "9" * 40, RepoRef("t", str(tree)), index_path=target)
+    definition_index._cache.clear()
+    deadline = time.monotonic()  # no time left: the index must not be waited for
+    result = search_only.answer(
+        "Where do we decide whether should_strip_auth drops the header?",
+        Toolbox(snap),
+        deadline=deadline,
+    )
+    assert "still being built" in result.text and "ripgrep's hits alone" in result.text
+    top = result.evidence[0]
+    assert (top.path, top.name, top.kind) == ("app/sessions.py", "should_strip_auth", "method")
+    assert not target.exists()
+
+
+HELM = """apiVersion: apps/v1
+kind: StatefulSet
+spec:
+  template:
+    spec:
+      containers:
+        - name: kafka
+          {{- if .Values.broker.args }}
+          args: {{- toYaml .Values.broker.args | nindent 12 }}
+          {{- end }}
+          env:
+            - name: KAFKA_HEAP_OPTS
+              value: {{ coalesce .Values.broker.heapOpts .Values.heapOpts | quote }}
+"""
+
+
+def test_template_yaml_keys_are_definitions_with_their_values() -> None:
+    # No YAML parser reads a Helm template: its keys come from their lines, parents by indentation.
+    keys = {d.line: d for d in extract("chart/templates/statefulset.yaml", HELM.splitlines())}
+    value = keys[13]
+    assert (value.kind, value.name) == ("key", "value")
+    assert value.scope == ("spec", "template", "spec", "containers", "env")
+    assert ".Values.broker.heapOpts" in value.doc
+    assert keys[12].doc == "KAFKA_HEAP_OPTS" and 8 not in keys
+
+
+def long_function(deep: str) -> str:
+    body = "".join(f"    step_{i} = prepare({i})\n" for i in range(40))
+    return f"def run_pipeline(items):\n{body}    {deep}\n    return items\n"
+
+
+def test_a_line_deep_in_a_long_function_is_cited_under_the_function(tmp_path: Path) -> None:
+    root = tmp_path / "deep"
+    write(root, "app/pipeline.py", long_function("items = scrub_environment(unsafe_secure_vars)"))
+    write(root, "app/other.py", "def prepare(i):\n    return i\n")
+    snap = Snapshot(root, "7" * 40, RepoRef("t", str(root)))
+    definition_index._cache.clear()
+    result = search_only.answer(
+        "Where are the unsafe environment variables scrubbed for secure programs?", Toolbox(snap)
+    )
+    # Then the function is cited down to that line, and both are shown
+    top = result.evidence[0]
+    assert (top.path, top.line, top.end_line, top.name) == (
+        "app/pipeline.py",
+        1,
+        42,
+        "run_pipeline",
+    )
+    assert "`app/pipeline.py:1-42`" in result.text
+    assert "def run_pipeline(items):" in result.text and "scrub_environment" in result.text

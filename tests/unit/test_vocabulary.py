@@ -1,0 +1,76 @@
+"""The words of code and questions: identifiers split into words, and one stem for a word's forms."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeask.search.vocabulary import split_identifier, stem, synonyms, tokens
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ("number", "numbers", "numbered", "numbering"),
+        ("header", "headers"),
+        ("retry", "retries", "retried", "retrying"),
+        ("validate", "validates", "validated", "validating", "validation", "validations"),
+        ("configure", "configured", "configuration"),
+        ("cache", "caches", "cached", "caching"),
+        ("skip", "skips", "skipped", "skipping"),
+        ("use", "uses", "used", "using"),
+        ("name", "names", "named", "naming"),
+        ("parse", "parses", "parsed", "parsing"),
+        ("connect", "connects", "connected", "connection"),
+        ("expire", "expires", "expired", "expiration"),
+        ("status", "statuses"),
+        ("class", "classes"),
+        ("format", "formats", "formatted", "formatting"),
+        ("create", "created", "creation"),
+        ("index", "indexes", "indexed"),
+        ("run", "runs", "running", "runner", "runners"),
+        ("handle", "handled", "handler", "handlers"),
+        ("parse", "parser"),
+        ("discover", "discovers", "discovered"),
+        ("log", "logging", "logger"),
+        ("time", "timer", "timing"),
+    ],
+)
+def test_a_words_forms_share_one_stem(forms: tuple[str, ...]) -> None:
+    assert len({stem(w) for w in forms}) == 1, {w: stem(w) for w in forms}
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("header", "head"),  # a header is not one who heads
+        ("number", "numb"),
+        ("order", "ord"),
+        ("user", "use"),
+        ("format", "form"),  # 'formatted' is not a derived -ate word
+        ("string", "str"),
+        ("redis", "red"),
+        ("this", "thi"),
+    ],
+)
+def test_different_words_keep_different_stems(a: str, b: str) -> None:
+    assert stem(a) != stem(b)
+
+
+def test_short_words_and_case() -> None:
+    assert stem("API") == stem("api") == "api"
+    assert stem("ttl") == "ttl"
+
+
+def test_identifiers_split_into_words() -> None:
+    assert split_identifier("should_strip_auth") == ["should", "strip", "auth"]
+    assert split_identifier("getHTTPProxy") == ["get", "http", "proxy"]
+    assert split_identifier("_IO_switch_to_get_mode") == ["io", "switch", "to", "get", "mode"]
+    assert split_identifier("sha256 über-cache") == ["sha256", "ber", "cache"]
+    assert tokens("MAX_RETRIES numbered") == ["max", "retry", "number"]
+
+
+def test_synonyms_are_found_by_any_member_of_their_group() -> None:
+    assert "backoff" in synonyms(stem("retries"))
+    assert stem("configure") in synonyms(stem("config"))
+    assert synonyms(stem("number")) and stem("count") in synonyms(stem("numbers"))
+    assert synonyms("zebra") == ()
