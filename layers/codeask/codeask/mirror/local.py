@@ -9,6 +9,7 @@ import pygit2
 from pygit2.enums import FileStatus
 
 from codeask.errors import BadInput, first_line
+from codeask.mirror import inplace
 from codeask.mirror.refs import resolve_local
 from codeask.mirror.result import UncommittedNote
 from codeask.mirror.source import Head, elapsed_ms, find_commit, open_repo
@@ -56,6 +57,10 @@ class LocalSource:
         return found
 
     def objects(self) -> pygit2.Repository:
+        # Every time: a FIFO put in later where libgit2 reads refs or config would hang it.
+        found = inplace.fault(self.path)
+        if found:
+            raise damaged_local(str(self.path), found)
         try:
             return open_repo(self.path)
         except pygit2.GitError as exc:

@@ -12,6 +12,7 @@ import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
 from codeask.errors import BadInput, RepoUnavailable, first_line
+from codeask.mirror import inplace
 from codeask.scope import PathScope
 from codeask.snapshot import RepoRef
 
@@ -82,6 +83,9 @@ def _open_local_repo(path: Path, shown: str) -> None:
             f"{shown!r} is not an existing local path or a URL; give a path to a git repository "
             "or a URL (https://, http://, ssh://, git://, file:// or git@host:org/repo.git)"
         )
+    found = inplace.fault(path)
+    if found:
+        raise damaged_local(shown, found)
     try:
         pygit2.Repository(str(path), flags=RepositoryOpenFlag.NO_SEARCH)
     except pygit2.GitError as exc:
