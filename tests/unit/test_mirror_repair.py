@@ -21,6 +21,7 @@ from codeask.denylist import DenyList
 from codeask.errors import RepoUnavailable
 from codeask.mirror import MirrorStore, Repair, RepoSpec
 from codeask.mirror.manifest import MANIFEST_NAME, Manifest
+from codeask.mirror.space import Free
 from conftest import GitDaemon, GitWorkTree, tree_state
 from fakes.damage import MIRROR_DAMAGE, Damage, flip, prepare, replace, truncate
 
@@ -441,6 +442,97 @@ def test_a_damaged_snapshot_is_written_again(
     assert got["app"] == "print('v1')\n"
     assert not (snap / "planted.py").exists()
     assert [r.what for r in got["repairs"]] == ["snapshot"]
+
+
+# A snapshot folder followed through a symlink put each snapshot wherever the link pointed.
+SNAPSHOT_FOLDER_DAMAGE = {
+    "a symlink to another folder": "link:{outside}",
+    "a dangling symlink": "link:{outside}/gone",
+    "a symlink to a root-like folder": "link:{root_like}",
+    "a regular file": "file",
+}
+
+
+def root_like(tmp: Path) -> Path:
+    """A folder standing in for `/`: system-looking folders, and names codeask's own pruning
+    would take for a snapshot and a leftover, old enough to be removed were they codeask's."""
+    top = tmp / "root-like"
+    for name in ("etc", "tmp", "a" * 40 + "-" + "b" * 12, ".trash-x", ".tmp-y"):
+        (top / name).mkdir(parents=True)
+        (top / name / "kept").write_text("not codeask's\n")
+        os.utime(top / name, (1, 1))
+    return top
+
+
+@pytest.mark.parametrize("by", SNAPSHOT_FOLDER_DAMAGE.values(), ids=SNAPSHOT_FOLDER_DAMAGE.keys())
+def test_a_snapshot_folder_that_is_no_folder_is_replaced_never_written_through(
+    by: str, served: Served, tmp_path: Path
+) -> None:
+    # Given a repository's snapshot folder that is a symlink elsewhere, or a file
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("not codeask's\n")
+    top = root_like(tmp_path)
+    before = (tree_state(outside), tree_state(top))
+    repairs = Repairs()
+    store = new_store(tmp_path, repairs)
+    spec = RepoSpec.parse(served.url)
+    folder = store.snapshot_dir(spec)
+    folder.parent.mkdir(parents=True)
+    replace(folder, by.format(outside=outside, root_like=top))
+
+    # When it is synced, then once more after a commit (the old snapshot is pruned then)
+    first = store.sync(spec)
+    new = served.commit({"src/app.py": "print('v2')\n"})
+    second = store.sync(spec)
+    store.snapshots.reclaim(Free(1 << 62, 1 << 62))
+
+    # Then both snapshots are in a real folder under the snapshot root, it was reported once,
+    # and nothing outside was written, touched or removed
+    assert os.path.isdir(folder) and not os.path.islink(folder)
+    assert first.snapshot.root.parent == second.snapshot.root.parent == folder
+    assert (second.sha, (second.snapshot.root / "src/app.py").read_text()) == (new, "print('v2')\n")
+    assert repairs.whats() == ["snapshot folder"]
+    assert (tree_state(outside), tree_state(top)) == before
+
+
+def test_a_mirror_folder_linked_to_a_root_like_folder_is_replaced_never_written_through(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a repository's mirror folder that is a symlink to a folder standing in for `/`
+    top = root_like(tmp_path)
+    before = tree_state(top)
+    repairs = Repairs()
+    store = new_store(tmp_path, repairs)
+    spec = RepoSpec.parse(served.url)
+    mdir = store.mirror_dir(spec)
+    mdir.parent.mkdir(parents=True)
+    mdir.symlink_to(top)
+
+    # When it is synced
+    got = store.sync(spec)
+
+    # Then a real mirror took the link's place, and nothing where it pointed was changed
+    assert got.sha == served.work.head()
+    assert os.path.isdir(mdir) and not os.path.islink(mdir)
+    assert tree_state(top) == before
+
+
+def test_reclaim_never_follows_a_symlink_among_the_repository_folders(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a synced repository, and beside its folder a symlink to a root-like folder
+    store = new_store(tmp_path, [])
+    store.sync(RepoSpec.parse(served.url))
+    top = root_like(tmp_path)
+    before = tree_state(top)
+    (store.snapshot_root / "other-0123456789").symlink_to(top)
+
+    # When room is reclaimed for more than the disk has
+    store.snapshots.reclaim(Free(1 << 62, 1 << 62))
+
+    # Then nothing where the link points was removed
+    assert tree_state(top) == before
 
 
 # ---- what the command line says -------------------------------------------------------------

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -256,6 +257,34 @@ def _plan(root: pygit2.Tree, dest: str, view: View) -> _Plan:
             needed.add(d.rpartition("/")[0])
     plan.dirs = [d for d in plan.dirs if d in needed]
     return plan
+
+
+def real_dir(path: Path) -> str | None:
+    """Make `path` a real directory, made if missing; returns what stood there instead (a symlink,
+    a file) once it was moved aside and deleted, else None. Never writes through a symlink: a
+    repository's folder linked elsewhere would put its snapshots wherever the link points."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        return None
+    found = None
+    if mode is not None:
+        found = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
+        trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(path, trash)  # the link itself, never where it points
+        except FileNotFoundError:
+            found = None  # another process moved it first
+        else:
+            remove_tree(trash)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path)
+    if not stat.S_ISDIR(os.lstat(path).st_mode):  # replaced again meanwhile: refuse it
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
+    return found
 
 
 def remove_tree(path: Path) -> None:

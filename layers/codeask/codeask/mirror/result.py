@@ -64,7 +64,7 @@ class Repair:
     """Damage a sync found in what codeask keeps on disk for a repository, and rebuilt."""
 
     repo: str  # the repository's name
-    what: str  # "mirror", "snapshot", "lock file" or "state file"
+    what: str  # "mirror", "snapshot", "snapshot folder", "lock file" or "state file"
     reason: str  # what was wrong, in one line
 
     def message(self) -> str:

@@ -26,6 +26,7 @@ from codeask.mirror.materialise import (
     TEMP_IDLE_S,
     View,
     materialise,
+    real_dir,
     remove_tree,
     tree_blobs,
 )
@@ -114,6 +115,7 @@ class Snapshots:
         """
         view = View(self.deny, scope or PathScope())
         repo_dir = self.root / key
+        self._real_dir(repo_dir, ref.name)
         target = repo_dir / f"{sha}-{view.fingerprint}"
         cache_key = (target, ref)
         with _guard:
@@ -201,7 +203,10 @@ class Snapshots:
         """
         candidates: list[tuple[float, Path]] = []
         try:
-            repo_dirs = [Path(e.path) for e in os.scandir(self.root) if e.is_dir()]
+            # A symlink is never followed: whatever it points at is not codeask's to delete.
+            repo_dirs = [
+                Path(e.path) for e in os.scandir(self.root) if e.is_dir(follow_symlinks=False)
+            ]
         except OSError:
             return 0
         now = time.time()
@@ -310,6 +315,17 @@ class Snapshots:
         remove_tree(path.with_name(path.name + PARTIAL_SUFFIX))
         for made in spare.of(path):
             remove_tree(made)
+
+    def _real_dir(self, repo_dir: Path, name: str) -> None:
+        """The repository's folder as a real directory (one lstat when it is one already)."""
+        try:
+            found = real_dir(repo_dir)
+        except OSError as exc:
+            if is_full(exc):
+                raise DiskFull(f"no space left under {self.root} to make {repo_dir.name}") from None
+            raise self._unwritable(name, exc) from None
+        if found is not None and self.on_repair is not None:
+            self.on_repair(Repair(name, "snapshot folder", f"{repo_dir.name} was {found}"))
 
     def _unwritable(self, name: str, exc: OSError) -> RepoUnavailable:
         where = exc.filename or self.root
