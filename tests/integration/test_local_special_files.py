@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +10,7 @@ import pytest
 from conftest import GitWorkTree, cli_env, run_git
 from conftest import run_codeask as codeask
 from conftest import tree_state as state
+from fakes.damage import replace
 
 
 @pytest.fixture
@@ -24,35 +22,9 @@ def work(git_repo: Callable[..., GitWorkTree]) -> GitWorkTree:
     return w
 
 
-@pytest.fixture
-def sockets() -> Iterator[list[socket.socket]]:
-    held: list[socket.socket] = []
-    yield held
-    for s in held:
-        s.close()
-
-
-def plant(path: Path, kind: str, held: list[socket.socket]) -> None:
+def plant(path: Path, kind: str) -> None:
     """Put a `kind` ("fifo", "socket", "devnull") at `path`, replacing what was there."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "devnull":
-        path.symlink_to("/dev/null")
-    else:
-        # A socket's path is limited to about 100 bytes: bind by a short relative name.
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        here = os.getcwd()
-        os.chdir(path.parent)
-        try:
-            s.bind(path.name)
-        finally:
-            os.chdir(here)
-        held.append(s)
+    replace(path, "link:/dev/null" if kind == "devnull" else kind)
 
 
 def include(git: Path, section: str, target: str) -> None:
@@ -101,13 +73,13 @@ def assert_refused(repo: Path, tmp: Path, shown: str) -> None:
 
 @pytest.mark.parametrize("place", sorted(PLACES))
 def test_a_fifo_where_git_reads_a_file_exits_3_and_writes_nothing(
-    work: GitWorkTree, tmp_path: Path, place: str, sockets: list[socket.socket]
+    work: GitWorkTree, tmp_path: Path, place: str
 ) -> None:
     # Given a FIFO where libgit2 would read (and block forever)
     if place == "alternates":
         (work.path / ".git/objects/info").mkdir(parents=True, exist_ok=True)
     where = PLACES[place](work.path, tmp_path)
-    plant(where, "fifo", sockets)
+    plant(where, "fifo")
     before = state(work.path)
 
     # When it is read, then it is refused in one line naming the FIFO, and nothing is written
@@ -118,9 +90,9 @@ def test_a_fifo_where_git_reads_a_file_exits_3_and_writes_nothing(
 @pytest.mark.parametrize("how", ["include relative", "includeIf absolute", "nested include"])
 @pytest.mark.parametrize("kind", ["fifo", "socket", "devnull"])
 def test_a_config_including_a_special_file_exits_3(
-    work: GitWorkTree, tmp_path: Path, how: str, kind: str, sockets: list[socket.socket]
+    work: GitWorkTree, tmp_path: Path, how: str, kind: str
 ) -> None:
-    plant(place_with_include(work.path, tmp_path, how), kind, sockets)
+    plant(place_with_include(work.path, tmp_path, how), kind)
     before = state(work.path)
     assert_refused(work.path, tmp_path, "includes")
     assert state(work.path) == before
@@ -129,33 +101,33 @@ def test_a_config_including_a_special_file_exits_3(
 @pytest.mark.parametrize("kind", ["socket", "devnull"])
 @pytest.mark.parametrize("place", ["loose branch", "alternates", "packed-refs", "HEAD"])
 def test_a_socket_or_device_where_git_reads_a_file_exits_3(
-    work: GitWorkTree, tmp_path: Path, place: str, kind: str, sockets: list[socket.socket]
+    work: GitWorkTree, tmp_path: Path, place: str, kind: str
 ) -> None:
     if place == "alternates":
         (work.path / ".git/objects/info").mkdir(parents=True, exist_ok=True)
-    plant(PLACES[place](work.path, tmp_path), kind, sockets)
+    plant(PLACES[place](work.path, tmp_path), kind)
     assert_refused(work.path, tmp_path, "a socket" if kind == "socket" else "a device")
 
 
 @pytest.mark.parametrize("file", ["commondir", "gitdir", "HEAD", ".git file"])
 def test_a_fifo_in_a_worktrees_git_files_exits_3(
-    work: GitWorkTree, tmp_path: Path, file: str, sockets: list[socket.socket]
+    work: GitWorkTree, tmp_path: Path, file: str
 ) -> None:
     # Given a second worktree, whose git files live in the main repository's .git/worktrees
     wt = tmp_path / "wt"
     work.git("worktree", "add", "-q", "-b", "other", str(wt))
     where = wt / ".git" if file == ".git file" else work.path / ".git/worktrees/wt" / file
-    plant(where, "fifo", sockets)
+    plant(where, "fifo")
     assert_refused(wt, tmp_path, "FIFO")
 
 
 def test_a_fifo_in_the_alternates_of_an_alternate_exits_3(
-    work: GitWorkTree, tmp_path: Path, sockets: list[socket.socket]
+    work: GitWorkTree, tmp_path: Path
 ) -> None:
     # Given a clone borrowing the objects of a repository that itself names a FIFO as alternates
     clone = tmp_path / "borrower"
     run_git("clone", "-q", "--shared", work.path, clone)
-    plant(work.path / ".git/objects/info/alternates", "fifo", sockets)
+    plant(work.path / ".git/objects/info/alternates", "fifo")
     assert_refused(clone, tmp_path, "FIFO")
 
 
