@@ -183,24 +183,23 @@ def _includes(config: Path, shown: str, depth: int) -> str | None:
 
 
 def _refs(common: Path, where: str) -> str | None:
-    """Every entry under refs/: folders must be folders and the rest regular files."""
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(common / "refs"):
-        for name in dirnames:
-            found = _dir(
-                Path(dirpath, name), f"{where}{_rel(common, dirpath, name)}", required=False
-            )
-            if found:
-                return found
-        for name in filenames:
-            found = _file(Path(dirpath, name), f"{where}{_rel(common, dirpath, name)}")
-            if found:
-                return found
-        seen += len(dirnames) + len(filenames)
-        if seen > _REFS_MAX:
-            break
+    """Every entry under refs/ (through symlinked folders, as libgit2 reads them): a folder or a
+    regular file. One stat each, by scandir; up to _REFS_MAX entries, which also ends a loop."""
+    stack, seen = [os.path.join(common, "refs")], 0
+    while stack and seen <= _REFS_MAX:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        seen += len(entries)
+        for entry in entries:
+            try:
+                mode = entry.stat().st_mode
+            except FileNotFoundError:  # a dangling symlink: no ref, as libgit2 sees it
+                continue
+            if stat.S_ISDIR(mode):
+                stack.append(entry.path)
+            elif not stat.S_ISREG(mode):
+                rel = os.path.relpath(entry.path, common)
+                return f"{where}{rel} is {_kind(mode)}, not a regular file"
     return None
-
-
-def _rel(common: Path, dirpath: str, name: str) -> str:
-    return os.path.relpath(os.path.join(dirpath, name), common)
