@@ -145,3 +145,12 @@ def test_a_symlink_to_a_regular_file_is_still_read(work: GitWorkTree, tmp_path: 
     done = codeask("tool", "list_files", "--repo", str(work.path), "{}", env=cli_env(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "README.md" in done.stdout.split() and "src/app.py" in done.stdout.split()
+
+
+def test_a_fifo_in_a_symlinked_ref_folder_exits_3(work: GitWorkTree, tmp_path: Path) -> None:
+    # Given a folder of branches that is a symlink to a folder elsewhere holding a FIFO
+    team = tmp_path / "team-refs"
+    team.mkdir()
+    (work.path / ".git/refs/heads/team").symlink_to(team)
+    plant(team / "topic", "fifo")
+    assert_refused(work.path, tmp_path, "refs/heads/team/topic is a FIFO")
