@@ -229,6 +229,30 @@ def test_only_the_bots_own_mention_is_removed_from_the_question(ingress: Ingress
     assert job.text == "why did <@U0ALICE> change the retry policy?"
 
 
+def test_without_authorizations_the_leading_mention_is_still_removed(ingress: Ingress) -> None:
+    # Given an envelope that does not say which user is the bot (no authorizations)
+    event = request(envelope(mention(), authorizations=None))
+
+    # When it is handled
+    ingress.deliver(event)
+
+    # Then the question is queued without the mention in front of it
+    [job] = ingress.queued
+    assert job.text == QUESTION
+
+
+def test_an_event_without_a_channel_is_ignored_as_incomplete(ingress: Ingress) -> None:
+    # Given a mention whose event lacks its channel
+    event = request(envelope(mention(channel=None)))
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then it is ignored (and the log says why), and nothing is queued
+    assert (ack.status, ack.outcome, ack.ignored) == (200, "ignored", "incomplete")
+    assert_nothing_happened(ingress)
+
+
 # -- 2. the body is exactly what Slack signed ---------------------------------------------------
 
 
@@ -536,6 +560,46 @@ def test_url_verification_answers_the_challenge(ingress: Ingress) -> None:
     assert ack.headers["content-type"] == "application/json"
     assert json.loads(ack.body) == {"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY"}
     assert_nothing_happened(ingress)
+
+
+def test_url_verification_without_a_challenge_echoes_an_empty_one(ingress: Ingress) -> None:
+    # Given a signed url_verification that carries no challenge
+    event = request({"type": "url_verification"})
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then the answer is still a JSON object with a (blank) string challenge, never null
+    assert ack.status == 200
+    assert json.loads(ack.body) == {"challenge": ""}
+    assert_nothing_happened(ingress)
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [("{not json", "body is not JSON"), ('["a", "list"]', "body is not a JSON object")],
+    ids=["not-json", "json-list"],
+)
+def test_a_signed_body_that_is_not_a_json_object_is_a_400_saying_so(
+    ingress: Ingress, body: str, text: str
+) -> None:
+    # Given a correctly signed request whose body is not a JSON object
+    event = request(body)
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then Slack gets a 400 that says what was wrong, and nothing is queued
+    assert (ack.status, ack.outcome, ack.body) == (400, "ignored", text)
+    assert_nothing_happened(ingress)
+
+
+def test_a_bad_signature_is_answered_with_a_plain_reason(ingress: Ingress) -> None:
+    # Given a request signed with another secret
+    ack = ingress.deliver(request(envelope(mention()), secret="someone-else"))
+
+    # Then the 401 says why in plain words
+    assert (ack.status, ack.body) == (401, "invalid signature")
 
 
 def test_an_unsigned_url_verification_is_rejected(ingress: Ingress) -> None:
@@ -905,6 +969,18 @@ def test_a_slack_connect_channel_is_refused_even_when_configured(ingress: Ingres
     # Then it is refused as shared, once, and nothing is queued
     assert (ack.status, ack.outcome, ack.refusal) == (200, "refused", "shared")
     assert [r for r, _ in ingress.refusals] == ["shared"]
+    assert ingress.queued == []
+
+
+def test_a_shared_flag_on_the_event_alone_is_refused_too(ingress: Ingress) -> None:
+    # Given a mention whose event (not its envelope) says the channel is shared
+    event = request(envelope(mention(is_ext_shared_channel=True)))
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then it is refused as shared and nothing is queued
+    assert (ack.status, ack.outcome, ack.refusal) == (200, "refused", "shared")
     assert ingress.queued == []
 
 
