@@ -265,6 +265,7 @@ def test_several_secrets_in_one_result_are_all_counted() -> None:
         pytest.param('token := "', RANDOM_VALUE, '"', id="go"),
         pytest.param("  12 | ACCESS_KEY=", RANDOM_VALUE, "", id="numbered-line"),
         pytest.param('const authToken = "', RANDOM_VALUE, '";', id="js"),
+        pytest.param('BASIC_AUTH = "', RANDOM_VALUE, '"', id="auth"),
     ],
 )
 def test_random_literal_assigned_to_secret_name_loses_only_its_value(
@@ -599,6 +600,7 @@ LEAVE_ALONE = [
     'tokenizer_name = "gpt2-medium"',
     'token_encoding = "base64url"',
     'author = "Jane Doe"',
+    'author = "' + RANDOM_VALUE + '"',  # an author is no auth
     "max_tokens = 4096",
     "password = password2",
     "token = access_token",
@@ -908,3 +910,13 @@ def test_redaction_keeps_every_line_number_of_numbered_output(lines: list[str], 
     after = out.split("\n")
     assert len(after) == len(lines)
     assert all(a.startswith(g) for a, g in zip(after, gutters, strict=True))
+
+
+def test_a_key_on_one_line_is_redacted_and_what_follows_it_kept() -> None:
+    # Given a whole PEM block written on one line inside an expression
+    text = 'x = "-----BEGIN PRIVATE KEY-----MIIEvQ-----END PRIVATE KEY-----" + tail'
+    # When it is scanned
+    out, counts = scan(text)
+    # Then only the block goes; the code after it stays
+    assert out == 'x = "' + marker("private-key") + '" + tail'
+    assert counts == {"private-key": 1}
