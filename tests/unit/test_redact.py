@@ -18,6 +18,7 @@ from codeask.redact import (
     Redaction,
     RedactionGate,
     count_markers,
+    key_open_after,
     private_key_lines,
     scan,
 )
@@ -920,3 +921,22 @@ def test_a_key_on_one_line_is_redacted_and_what_follows_it_kept() -> None:
     # Then only the block goes; the code after it stays
     assert out == 'x = "' + marker("private-key") + '" + tail'
     assert counts == {"private-key": 1}
+
+
+def test_a_streamed_reader_carries_an_open_key_block_across_lines() -> None:
+    # Given a file read line by line, with a key block, a one-line block and a certificate
+    lines = [
+        "x = 1",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "-----END RSA PRIVATE KEY-----",
+        'k = "-----BEGIN PRIVATE KEY-----MIIE-----END PRIVATE KEY-----"',
+        "-----BEGIN CERTIFICATE-----",
+    ]
+    # When the open/closed state is carried past each line
+    states, is_open = [], False
+    for line in lines:
+        is_open = key_open_after(line, is_open)
+        states.append(is_open)
+    # Then it is open from the BEGIN line until the END line, and nowhere else
+    assert states == [False, True, True, False, False, False]
