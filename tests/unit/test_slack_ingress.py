@@ -20,7 +20,7 @@ import pytest
 
 from codeask.botconfig import BotConfig
 from codeask.job import Job
-from codeask.slack_ingress import Ack, handle
+from codeask.slack_ingress import Ack, handle, handle_interaction
 from codeask.state import StateStore
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -1053,4 +1053,66 @@ def test_a_failure_after_the_claim_releases_it_so_the_retry_is_processed(ingress
     assert ack.status == 500 and ingress.queued == []
     # And Slack's retry of the same event (fixed upstream) is queued, not dropped as a duplicate
     assert ingress.deliver(request(envelope(mention()), retry=1)).status == 200
+    assert len(ingress.queued) == 1
+
+
+# -- 👍/👎 buttons ----------------------------------------------------------------------------------
+
+VOTES = {"codeask_feedback_up": "up", "codeask_feedback_down": "down"}
+
+
+def press(store: StateStore, payload: dict[str, Any] | str) -> Ack:
+    """A signed interactivity request carrying `payload` (form-encoded), as Slack posts it."""
+    from urllib.parse import urlencode
+
+    raw = payload if isinstance(payload, str) else json.dumps(payload)
+    event = request(urlencode({"payload": raw}))
+    return handle_interaction(
+        event, signing_secret=SECRET, config=CONFIG, store=store, actions=VOTES, now=lambda: T0
+    )
+
+
+def button(
+    *, user: str | None = HUMAN, value: str | None = f"{CHANNEL}:{QUESTION_TS}"
+) -> dict[str, Any]:
+    action = {"action_id": "codeask_feedback_up", "type": "button", "value": value}
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM},
+        "user": {"id": user} if user else {},
+        "actions": [{k: v for k, v in action.items() if v is not None}],
+    }
+
+
+def test_a_button_payload_that_is_not_json_is_a_400_saying_so(store: StateStore) -> None:
+    ack = press(store, "{not json")
+    assert (ack.status, ack.outcome, ack.body) == (400, "ignored", "payload is not JSON")
+
+
+def test_a_vote_without_a_user_is_refused(store: StateStore) -> None:
+    ack = press(store, button(user=None))
+    assert (ack.status, ack.outcome, ack.refusal) == (200, "refused", "team")
+
+
+def test_a_vote_on_an_answer_never_recorded_is_ignored_as_unknown(store: StateStore) -> None:
+    ack = press(store, button())
+    assert (ack.status, ack.outcome, ack.ignored) == (200, "ignored", "unknown-answer")
+    assert store.votes() == []
+
+
+def test_a_button_without_a_value_is_not_a_vote(store: StateStore) -> None:
+    ack = press(store, button(value=None))
+    assert (ack.status, ack.outcome, ack.ignored) == (200, "ignored", "not-a-vote")
+    assert store.votes() == []
+
+
+def test_one_message_under_a_second_event_id_is_acknowledged_as_a_duplicate(
+    ingress: Ingress,
+) -> None:
+    # Given a question queued from its app_mention
+    assert ingress.deliver(request(envelope(mention(), "Ev0FIRST"))).outcome == "queued"
+    # When the same message arrives later under another event id
+    ack = ingress.deliver(request(envelope(mention(), "Ev0SECOND")))
+    # Then Slack gets a plain 200 duplicate and nothing more is queued
+    assert (ack.status, ack.outcome) == (200, "duplicate")
     assert len(ingress.queued) == 1
