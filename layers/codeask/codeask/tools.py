@@ -18,7 +18,7 @@ from codeask.filewindow import read_window
 from codeask.ops import logger
 from codeask.pathdisplay import display_path
 from codeask.pathglob import GlobError, select
-from codeask.redact import RedactionGate, mask_file
+from codeask.redact import RedactionGate, mask_file, scan
 from codeask.search import (
     BUDGET,
     RAW_MATCH_CAP,
@@ -33,6 +33,7 @@ from codeask.search import (
 from codeask.search.patterns import per_line
 from codeask.search.query import LargeFile, rg_globs
 from codeask.search.ripgrep import MAX_FILESIZE, clean_text, find_rg
+from codeask.search.unmasked import Hider, hider
 from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
@@ -159,6 +160,7 @@ class Toolbox:
         self.calls: list[ToolCall] = []
         self.searches: list[str] = []
         self._lines_cache: dict[str, list[str] | None] = {}
+        self._shown_cache: dict[tuple[str, int], str | None] = {}
         # rows already shown to the model by path (search results, reads): a search does not
         # print a long body again
         self.shown_rows: dict[str, set[int]] = {}
@@ -346,6 +348,30 @@ class Toolbox:
         self._lines_cache[rel] = out
         return out
 
+    def shown_line(self, rel: str, line: int) -> str | None:
+        """Line `line` (from 1) of a file as the redaction gate lets it be seen (the whole-file
+        masking, then the gate's scanner), or None when it cannot be read."""
+        key = (rel, line)
+        if key in self._shown_cache:
+            return self._shown_cache[key]
+        try:
+            lines = self.lines(rel)
+        except (OSError, CodeaskError):
+            lines = None
+        out = None
+        if lines is not None and 0 < line <= len(lines):
+            try:
+                out = scan(lines[line - 1])[0]
+            except Exception:  # noqa: BLE001 - a line the scanner cannot judge hides its match
+                out = None
+        self._shown_cache[key] = out
+        return out
+
+    def _hider(self, prefix: str) -> Hider:
+        """What a search drops: matches only inside a secret the gate masks (unmasked.py), for
+        paths of the repo under `prefix`."""
+        return hider(lambda path, line: self.shown_line(prefix + path, line))
+
     # -- search_code -----------------------------------------------------------------------------
 
     def _search_code(self, args: dict[str, Any]) -> str:
@@ -377,7 +403,7 @@ class Toolbox:
         if len(snap.parts) == 1:
             return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches,
-                          max_filesize=self.large_file_bytes)  # fmt: skip
+                          max_filesize=self.large_file_bytes, hide=self._hider(""))  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
         rel = snap.normalise(path) if path else ""
         if rel:
@@ -388,7 +414,8 @@ class Toolbox:
             part, inner = target
             return search(part, self.rg, pattern, glob=_glob_in(glob, part.repo.name), path=inner,
                           stable=stable, timeout_s=self.search_timeout_s,
-                          max_matches=max_matches, max_filesize=self.large_file_bytes)  # fmt: skip
+                          max_matches=max_matches, max_filesize=self.large_file_bytes,
+                          hide=self._hider(f"{part.repo.name}/"))  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
             outcomes = list(pool.map(one, targets))
