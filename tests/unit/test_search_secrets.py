@@ -142,3 +142,16 @@ def test_the_cli_prints_no_match_for_the_oracle(
         outputs.append(done.stdout.replace(value[:-1], "VALUE"))
     assert outputs[0] == outputs[1]
     assert outputs[0].startswith("No matches for")
+
+
+def test_a_file_over_the_size_limit_gives_no_first_match_in_a_secret(repo: Path) -> None:
+    filler = "".join(f"  key_{i}: value {i}\n" for i in range(3000))
+    (repo / "config" / "big.yaml").write_text(f"db:\n  password: {SECRET}\n{filler}")
+
+    def probe(value: str) -> str:
+        box = Toolbox(Snapshot(repo, "c" * 40, RepoRef("acme", str(repo))), large_file_bytes=20_000)
+        return box.run("search_code", {"pattern": f"{value[:-1]}[a-z]|value 2999$"}).text
+
+    shown, expected = probe(SECRET), probe(DECOY)
+    assert "first match at line 3002" in expected  # the file's own line, not the secret's
+    assert as_decoy(shown, SECRET, DECOY) == expected

@@ -66,6 +66,10 @@ def check_deadline(what: str) -> None:
         raise ToolTimeout(f"{what} ran out of time; narrow it with a path or a glob")
 
 
+def _search_deadline() -> None:
+    check_deadline("search_code")
+
+
 @dataclass
 class ToolResult:
     text: str
@@ -354,16 +358,23 @@ class Toolbox:
         key = (rel, line)
         if key in self._shown_cache:
             return self._shown_cache[key]
+        out = None
         try:
             lines = self.lines(rel)
-        except (OSError, CodeaskError):
-            lines = None
-        out = None
-        if lines is not None and 0 < line <= len(lines):
-            try:
+            if (
+                lines is None
+            ):  # too large to load whole (or binary): its window, as read_file masks it
+                _, real = self.snapshot.resolve(rel)
+                lines = (
+                    []
+                    if is_binary(real)
+                    else read_window(real, rel, line, 1, check=_search_deadline).lines
+                )
+                line = 1
+            if 0 < line <= len(lines):
                 out = scan(lines[line - 1])[0]
-            except Exception:  # noqa: BLE001 - a line the scanner cannot judge hides its match
-                out = None
+        except Exception:  # noqa: BLE001 - a line that cannot be judged hides its match
+            out = None
         self._shown_cache[key] = out
         return out
 

@@ -197,7 +197,8 @@ def search(
         left = max(0.05, deadline - time.monotonic())
         if one_file is not None:  # a file over the size limit, named by itself
             return run_rg(rg, snapshot.root, text, target=one_file, ignore_case=ignore_case,
-                          max_matches=cap, timeout_s=left, max_filesize=1 << 62)  # fmt: skip
+                          max_matches=cap, timeout_s=left, max_filesize=1 << 62,
+                          keep=hide(text, ignore_case))  # fmt: skip
         return run_rg(rg, snapshot.root, text, target=target, globs=globs, extra_args=extra,
                       ignore_case=ignore_case, max_matches=cap, timeout_s=left,
                       max_filesize=max_filesize, keep=hide(text, ignore_case))  # fmt: skip
