@@ -11,6 +11,7 @@ from tests.conftest import GitWorkTree, cli_env, run_codeask
 from codeask import search_only
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from codeask.workspace import Workspace
 
 SECRET = "Yu8Io3Pa6Sd1Fq"  # masked as a secret-assignment in app.yaml
 DECOY = "Zq4Wm7Xe2Rt9Lp"  # the same shape, in no file
@@ -154,4 +155,21 @@ def test_a_file_over_the_size_limit_gives_no_first_match_in_a_secret(repo: Path)
 
     shown, expected = probe(SECRET), probe(DECOY)
     assert "first match at line 3002" in expected  # the file's own line, not the secret's
+    assert as_decoy(shown, SECRET, DECOY) == expected
+
+
+def test_a_workspace_of_several_repos_hides_a_secret_in_each(tmp_path: Path, repo: Path) -> None:
+    other = tmp_path / "other"
+    (other / "src").mkdir(parents=True)
+    (other / "src" / "main.py").write_text("def main():\n    return connect('db.internal')\n")
+    space = Workspace([
+        Snapshot(other, "d" * 40, RepoRef("other", str(other))),
+        Snapshot(repo, "c" * 40, RepoRef("acme", str(repo))),
+    ])  # fmt: skip
+
+    def run(value: str) -> str:
+        return Toolbox(space).run("search_code", {"pattern": f"{value[:-1]}[a-z]|db.internal"}).text
+
+    shown, expected = run(SECRET), run(DECOY)
+    assert "acme/config/app.yaml" in expected and "other/src/main.py" in expected
     assert as_decoy(shown, SECRET, DECOY) == expected
