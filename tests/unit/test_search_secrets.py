@@ -173,3 +173,11 @@ def test_a_workspace_of_several_repos_hides_a_secret_in_each(tmp_path: Path, rep
     shown, expected = run(SECRET), run(DECOY)
     assert "acme/config/app.yaml" in expected and "other/src/main.py" in expected
     assert as_decoy(shown, SECRET, DECOY) == expected
+
+
+def test_a_long_line_with_a_secret_is_cut_as_rg_cuts_one(repo: Path) -> None:
+    (repo / "config" / "long.yaml").write_text(f"password: {SECRET} # " + "pad " * 200 + "needle\n")
+    outcome = toolbox(repo).search_outcome("needle")
+    [hit] = [h for f in outcome.files for h in f.hits]
+    assert hit.text.endswith(" [... omitted end of long line]") and len(hit.text) < 400
+    assert SECRET not in hit.text

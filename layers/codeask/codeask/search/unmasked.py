@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from codeask.redact.kinds import MARKER_PREFIX
 from codeask.search.patterns import compile_python
-from codeask.search.ripgrep import RawMatch
+from codeask.search.ripgrep import MAX_COLUMNS, RawMatch
 
 _MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[a-z0-9-]+\]")
 
@@ -25,6 +25,13 @@ def shows_match(rx: re.Pattern[str] | None, masked: str) -> bool:
     if rx is None:
         return False
     return any(rx.search(piece) for piece in _MARKER.split(masked) if piece)
+
+
+def _preview(line: str) -> str:
+    """The line cut as rg cuts a long one (--max-columns-preview)."""
+    if len(line) <= MAX_COLUMNS:
+        return line
+    return line[:MAX_COLUMNS] + " [... omitted end of long line]"
 
 
 def show_all(pattern: str, ignore_case: bool) -> Keep:
@@ -53,7 +60,7 @@ def hider(masked_line: Callable[[str, int], str | None]) -> Hider:
                 if not rx:
                     rx.append(compile_python(pattern, ignore_case=ignore_case))
                 if shows_match(rx[0], masked):
-                    out.append(RawMatch(m.path, m.line, masked))
+                    out.append(RawMatch(m.path, m.line, _preview(masked)))
             return out
 
         return keep
