@@ -119,7 +119,17 @@ _PLAIN = _NAME_CHARS | frozenset("/")
 # Randomness is judged on a prefix: enough to tell, and bounded work for a huge value.
 _SAMPLE = 256
 # Keys of these vendors are UUIDs, which are otherwise left alone as request ids.
-_UUID_KEYED = ("heroku", "snyk")
+# UUIDs are keys where the name says so: Heroku, Snyk, npm's legacy `_authToken`, UUID API keys.
+_UUID_KEYED = (
+    "heroku",
+    "snyk",
+    "authtoken",
+    "auth_token",
+    "auth-token",
+    "apikey",
+    "api_key",
+    "api-key",
+)
 
 
 def _entropy(value: str) -> float:
@@ -358,7 +368,13 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
             if syntax == "hcl" and not quoted:
                 continue  # unquoted HCL is an expression: var.db_password, random_password.x
             config = syntax is not None and _leads_its_line(text, name_start, syntax)
-            literal = quoted or syntax is not None or _bare_literal_context(text, name_start, m)
+            # An XML element's text (<password>…</password>) is data, never a variable.
+            literal = (
+                quoted
+                or op == ">"
+                or syntax is not None
+                or _bare_literal_context(text, name_start, m)
+            )
             if is_secret_value(
                 value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
             ):
@@ -488,3 +504,23 @@ def curl_user_spans(text: str, low: str) -> Iterator[Span]:
             continue
         if _is_typed_password(m.group("v")):
             yield m.start("v"), m.end("v"), "basic-auth"
+
+
+# .netrc entries, also written by scripts and Dockerfiles (`echo "machine h login u password p"`):
+# `machine HOST` (or `default`), any login/account words, then `password VALUE`, on one line or
+# several, as netrc's grammar has it.
+_NETRC = re.compile(
+    r"\b(?:machine[ \t\r\n]+[^\s\"'`]+|default)"
+    r"(?:[ \t\r\n]+(?:login|account)[ \t\r\n]+[^\s\"'`]+)*"
+    r"[ \t\r\n]+password[ \t]+(?P<v>[^\s\"'`]+)"
+)
+
+
+def netrc_spans(text: str, low: str) -> Iterator[Span]:
+    if "password" not in low:
+        return
+    for m in _NETRC.finditer(low):
+        start, end = m.span("v")
+        value = text[start:end]
+        if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
+            yield start, end, "secret-assignment"

@@ -9,6 +9,7 @@ from codeask.redact.assignments import (
     assignment_spans,
     curl_user_spans,
     env_instruction_spans,
+    netrc_spans,
     pair_spans,
     url_spans,
 )
@@ -41,6 +42,7 @@ def find_spans(text: str, syntax: str | None = None) -> list[Span]:
     found.extend(assignment_spans(text, low, syntax))
     found.extend(pair_spans(text, low, syntax))
     found.extend(env_instruction_spans(text, syntax))
+    found.extend(netrc_spans(text, low))
     return found
 
 
