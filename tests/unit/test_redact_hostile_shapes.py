@@ -156,3 +156,67 @@ def test_a_uuid_under_an_auth_token_or_api_key_name_is_masked(path: str, text: s
 )
 def test_uuids_under_other_names_stay(text: str) -> None:
     assert masked("src/client.py", text) == [text]
+
+
+COMMAND_LINES = [
+    ("deploy/run.sh", f"mysql -h db -uroot -p{HUMAN} app"),
+    ("README.md", f"    mysqldump -P 3306 -uroot -p{RANDOM} -e 'select 1'"),
+    ("deploy/run.sh", f"sshpass -p '{HUMAN}' ssh deploy@host"),
+    ("ci.yml", f"      - run: docker login -u ci -p {RANDOM} registry.example.com"),
+    ("deploy/run.sh", f"helm registry login r.example.com --username ci --password {RANDOM}"),
+    ("docs/ops.md", f"vault login --token {RANDOM}"),
+    ("deploy/run.sh", f"PGPASSWORD={HUMAN} psql -h db -U app"),
+    ("deploy/app.service", f'[Service]\nEnvironment="DB_PASSWORD={HUMAN}"'),
+    ("deploy/app.service", f"[Service]\nEnvironment=API_TOKEN={RANDOM}"),
+    ("Jenkinsfile", f"sh 'env DEPLOY_TOKEN={RANDOM} ./deploy.sh'"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), COMMAND_LINES)
+def test_secrets_on_command_lines_and_in_environment_words_are_masked(path: str, text: str) -> None:
+    # Given a password passed as a command's option or set as an environment word
+    out = masked(path, text)
+
+    # Then it is masked where it stands and the command around it stays readable
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh -p 2222 deploy@host",
+        "mysql -p app",
+        "ansible-vault edit --ask-vault-pass encrypted.yml",
+        "ansible-playbook -vvvvv --ask-vault-password test_vault.yml",
+        "docker login --password-stdin registry.example.com",
+        "vault login --token $VAULT_TOKEN",
+        'parser.add_argument("--password", help="the password")',
+        "connect(API_KEY=api_key)",
+        "export DB_PASSWORD=$(cat /run/secrets/db)",
+    ],
+)
+def test_flags_without_a_secret_and_code_stay(text: str) -> None:
+    assert masked("deploy/run.sh", text) == [text]
+
+
+LOOK_ALIKES = [
+    ("conf/app.yaml", "p\u0430ssword: " + HUMAN),  # Cyrillic а
+    ("conf/app.yaml", "db_p\u0430\u0455\u0455word: " + HUMAN),  # Cyrillic а and ѕ
+    ("conf/app.yaml", "\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44: " + HUMAN),  # fullwidth
+    ("src/app.py", 'API_T\u041eKEN = "' + RANDOM + '"'),  # Cyrillic capital О
+    ("conf/app.ini", "[db]\nse\u0441ret = " + RANDOM),  # Cyrillic с
+    ("conf/app.json", '{"\u03b1pi_key": "' + RANDOM + '"}'),  # Greek alpha
+]
+
+
+@pytest.mark.parametrize(("path", "text"), LOOK_ALIKES)
+def test_names_spelled_with_look_alike_letters_are_read_as_what_they_imitate(
+    path: str, text: str
+) -> None:
+    out = masked(path, text)
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+def test_look_alike_text_elsewhere_is_shown_as_written() -> None:
+    text = "описание: пароль не хранится здесь\nname: \uff41\uff50\uff50"
+    assert masked("conf/app.yaml", text) == text.split("\n")
