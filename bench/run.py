@@ -49,7 +49,7 @@ def paired_samples(a, b, repeats: int = REPEATS) -> tuple[list[float], list[floa
     return ta, tb
 
 
-def bench_search(tree: Path) -> list[dict]:
+def bench_search(tree: Path, repeats: int = REPEATS) -> list[dict]:
     """search_code (rg, ranking, parsing the files it shows, rendering) against bare rg.
 
     Every call gets a fresh toolbox and an empty parse cache, so the figures are a first search
@@ -70,6 +70,7 @@ def bench_search(tree: Path) -> list[dict]:
         tool_ms, rg_ms = paired_samples(
             lambda a=args: tool(a),
             lambda a=args: subprocess.run(bare_rg(rg, tree, a), cwd=tree, capture_output=True),
+            repeats,
         )
         all_tool += tool_ms
         all_rg += rg_ms
@@ -131,6 +132,10 @@ def main() -> None:
     rows += bench_local.run(history, OUT / "local", label="synthetic (10k files, 5k commits)")
     rows += bench_sync.run(history, OUT / "sync")
     rows += bench_cold.run(OUT)
+    import bench_monorepo
+
+    # A 100k-file monorepo (built once): snapshots of new commits, disk, and search at that size.
+    rows += bench_monorepo.run(OUT, lambda tree: bench_search(tree, repeats=3))
     import bench_loop
     import bench_stream
     import eval_search_only

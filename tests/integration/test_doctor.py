@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 from collections.abc import Iterator
@@ -504,3 +505,23 @@ def test_lambda_handler_reports_every_check(
     assert all(c["status"] == "passed" for c in result["checks"])
     blob = json.dumps(result)
     assert BOT_TOKEN not in blob and MODEL_KEY not in blob and SIGNING_HEX not in blob
+
+
+def test_snapshot_disk_use_counts_each_shared_file_once(doctor: Doctor) -> None:
+    from codeask.denylist import DenyList
+    from codeask.mirror import MirrorStore, RepoSpec
+
+    # Given two snapshots of the billing repo, one commit apart
+    root = doctor.stack.tmp / "snapshots"
+    store = MirrorStore(doctor.stack.tmp / "mirrors", root, DenyList())
+    spec = RepoSpec.parse(str(doctor.stack.repo.path))
+    store.sync(spec)
+    doctor.stack.repo.commit({"billing/policy.py": "class RetryPolicy:\n    max_attempts = 7\n"})
+    store.sync(spec)
+    # When the doctor runs  Then it reports what they take on disk with shared files counted
+    # once, beside what counting them per snapshot would claim
+    code, lines = doctor.run()
+    found = line(lines, "✓ snapshot root")
+    assert "snapshots: " in found and "distinct files" in found, found
+    unique, naive = (float(x) for x in re.findall(r"([\d.]+) kB", found.split("snapshots: ")[1]))
+    assert unique < naive

@@ -10,11 +10,11 @@ it, never one above:
              Slack in (the ack) and out (the worker's posts), the queued job, DynamoDB state
       │
     engine   answer, agent, model, tools, search (the rg runner, syntax, ranking, rendering),
-             search_only, mirror, snapshot, workspace, verify, denylist, pathglob, filewindow
+             search_only, mirror, snapshot, workspace, verify, denylist, filewindow
              one question over a pinned snapshot; knows nothing of Slack, SQS or Lambda
       │
     shared   errors, settings, botconfig, secrets, ops, redact, permalinks, diagram, pathdisplay,
-             deadline
+             deadline, pathglob, scope (a channel's part of a repo, which botconfig grants)
              what every layer may use; imports nothing above it
 
 One more rule, for speed: the ack (`slack_ingress`, and whatever `lambdas.ack` runs) answers
@@ -60,7 +60,6 @@ LAYERS: dict[str, frozenset[str]] = {
             "verify",
             "holdback",
             "denylist",
-            "pathglob",
             "filewindow",
         }
     ),  # fmt: skip
@@ -76,6 +75,8 @@ LAYERS: dict[str, frozenset[str]] = {
             "diagram",
             "pathdisplay",
             "deadline",
+            "pathglob",
+            "scope",
         }
     ),  # fmt: skip
 }

@@ -259,3 +259,120 @@ def test_a_config_file_that_is_not_utf8_is_a_config_error(tmp_path: Path, data: 
     path.write_bytes(data)
     with pytest.raises(ConfigError, match="not UTF-8 text"):
         BotConfig.load(str(path))
+
+
+# -- part of a repo: `paths` on the repo, or on a channel's grant ---------------------------------
+
+MONO: dict[str, Any] = {
+    "repos": {
+        "mono": {"url": "https://github.com/acme/mono.git"},
+        "site": {"url": "https://github.com/acme/site.git", "paths": ["docs/**", "!docs/internal/**"]},
+    },
+    "channels": {
+        "C0PAYMENTS": [{"repo": "mono", "paths": ["services/payments/**", "libs/billing/**"]}, "site"],
+        "C0PLATFORM": ["mono"],
+        "C0DOCSONLY": {"repo": "site", "paths": ["docs/api/**"]},
+    },
+}  # fmt: skip
+
+
+def test_a_grant_scopes_one_channel_while_another_reads_the_whole_repo() -> None:
+    # Given one repo granted whole to #platform and in part to #payments
+    cfg = BotConfig.from_dict(MONO)
+
+    # When each channel's repos are looked up
+    payments = {e.name: e.scope for e in cfg.repos_for("C0PAYMENTS") or []}
+    platform = {e.name: e.scope for e in cfg.repos_for("C0PLATFORM") or []}
+
+    # Then #payments sees only its subtrees of mono, and #platform all of it
+    assert payments["mono"].admits("services/payments/api/charge.py")
+    assert payments["mono"].admits("libs/billing/tax.py")
+    assert not payments["mono"].admits("services/search/index.py")
+    assert not payments["mono"].admits("libs/billing-old/x.py")
+    assert platform["mono"].whole and platform["mono"].admits("services/search/index.py")
+    # And readable() (what the worker uses) gives the same scoped entries
+    assert cfg.readable("C0PAYMENTS", ["mono"])[0].scope == payments["mono"]
+    assert cfg.repos["mono"].scope.whole
+
+
+def test_a_repos_own_paths_hold_for_every_channel_and_a_grant_only_narrows_them() -> None:
+    cfg = BotConfig.from_dict(MONO)
+    site = {e.name: e.scope for e in cfg.repos_for("C0PAYMENTS") or []}["site"]
+    # The repo's paths, with their exclusion (the last matching glob decides)
+    assert site.admits("docs/guide.md") and not site.admits("docs/internal/salaries.md")
+    assert not site.admits("src/app.py")
+    # A grant inside the repo's paths narrows them; it cannot reach past them
+    narrow = cfg.readable("C0DOCSONLY", ["site"])[0].scope
+    assert narrow.admits("docs/api/v1.md") and not narrow.admits("docs/guide.md")
+    wider = BotConfig.from_dict(
+        {**MONO, "channels": {"C0WIDER01": [{"repo": "site", "paths": ["**"]}]}}
+    )
+    assert not wider.readable("C0WIDER01", ["site"])[0].scope.admits("src/app.py")
+
+
+def test_old_configs_still_load_unscoped() -> None:
+    cfg = BotConfig.load(json.dumps(GOOD))
+    assert all(e.scope.whole for e in cfg.repos_for("C0123ABCD") or [])
+    assert cfg.grant_paths == {}
+
+
+@pytest.mark.parametrize(
+    ("grant", "says"),
+    [
+        ({"repo": "mono", "paths": []}, "non-empty list"),
+        ({"repo": "mono", "paths": "services/**"}, "non-empty list"),
+        ({"repo": "mono", "paths": ["services/**", ""]}, "empty or non-string glob"),
+        ({"repo": "mono", "paths": [7]}, "empty or non-string glob"),
+        ({"repo": "mono", "paths": ["../other/**"]}, "inside the repository"),
+        ({"repo": "mono", "paths": ["~/x"]}, "inside the repository"),
+        ({"repo": "mono", "paths": ["!services/legacy/**"]}, "only excludes"),
+        ({"repo": "mono", "path": ["services/**"]}, "unknown keys ['path']"),
+        ({"repo": "mono", "paths": ["a/**"], "branch": "dev"}, "unknown keys ['branch']"),
+        ({"paths": ["services/**"]}, "list of repo names"),
+        ({"repo": "nope", "paths": ["services/**"]}, "unknown repos ['nope']"),
+    ],
+)
+def test_a_bad_grant_is_named_with_its_channel(grant: dict[str, Any], says: str) -> None:
+    data = {"repos": MONO["repos"], "channels": {"C0PAYMENTS": [grant]}}
+    message = load_error(data)
+    assert "C0PAYMENTS" in message and says in message
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ({"url": "https://h/m.git", "paths": []}, "non-empty list"),
+        ({"url": "https://h/m.git", "paths": ["a/**", None]}, "empty or non-string glob"),
+        ({"url": "https://h/m.git", "path": ["a/**"]}, 'did you mean "paths"'),
+    ],
+)
+def test_bad_repo_paths_are_named_with_the_repo(spec: dict[str, Any], says: str) -> None:
+    message = load_error({"repos": {"mono": spec}, "channels": {}})
+    assert "'mono'" in message and says in message
+
+
+def test_one_repo_granted_twice_to_a_channel_with_different_paths_is_refused() -> None:
+    data = {"repos": MONO["repos"],
+            "channels": {"C0PAYMENTS": ["mono", {"repo": "mono", "paths": ["libs/**"]}]}}  # fmt: skip
+    assert "twice with different paths" in load_error(data)
+    # The same plain name twice, as an old config may have it, still loads
+    cfg = BotConfig.from_dict(
+        {"repos": MONO["repos"], "channels": {"C0PLATFORM": ["mono", "mono"]}}
+    )
+    assert cfg.channels["C0PLATFORM"] == ("mono",)
+
+
+def test_what_was_read_earlier_is_shown_again_only_under_a_scope_at_least_as_wide() -> None:
+    cfg = BotConfig.from_dict(MONO)
+    payments = cfg.readable("C0PAYMENTS", ["mono"])[0].scope.fingerprint()
+    # A turn read under the channel's current scope may be carried on
+    assert cfg.may_reread("C0PAYMENTS", ["mono"], [payments])
+    # One read from the whole repo (or recorded before scopes existed) quotes code outside it
+    assert not cfg.may_reread("C0PAYMENTS", ["mono"], [""])
+    assert not cfg.may_reread("C0PAYMENTS", ["mono"], None)
+    # A channel that reads the whole repo now may see what any narrower scope read
+    assert cfg.may_reread("C0PLATFORM", ["mono"], [payments])
+    # A repo no longer readable, a record that does not line up, or nothing read: no
+    assert not cfg.may_reread("C0PLATFORM", ["mono", "site"], ["", ""])
+    assert not cfg.may_reread("C0PAYMENTS", ["mono"], [payments, ""])
+    assert not cfg.may_reread("C0PAYMENTS", [], [])

@@ -357,7 +357,9 @@ def test_the_worker_environment_and_sizing(template: dict[str, Any]) -> None:
     assert variables["CODEASK_MODEL"] == ref("ModelId")
     assert "RG_PATH" not in variables, "codeask finds /opt/bin/rg-<arch> itself"
     assert worker["MemorySize"] == ref("WorkerMemoryMB")
-    assert worker["EphemeralStorage"] == {"Size": 4096}
+    assert worker["EphemeralStorage"] == {"Size": ref("WorkerEphemeralStorageMB")}
+    storage = template["Parameters"]["WorkerEphemeralStorageMB"]
+    assert storage["Default"] == 4096 and (storage["MinValue"], storage["MaxValue"]) == (512, 10240)
     warmer = props(template, "MirrorWarmerFunction")
     assert warmer["Timeout"] == 300 and warmer["MemorySize"] == 1024
     schedules = [e["Properties"] for e in warmer["Events"].values() if e["Type"] == "Schedule"]

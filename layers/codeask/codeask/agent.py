@@ -161,8 +161,13 @@ def _one_repo(snap: Snapshot, branch: str | None, prefix: str = "") -> str:
     if len(entries) > 60:
         listing += f", … {len(entries) - 60} more"
     where = f" on branch {branch}" if branch else ""
+    part = (
+        ""
+        if snap.scope.whole
+        else f" Only part of it may be read here ({snap.scope.describe()}); nothing outside exists."
+    )
     return (
-        f"Repository {snap.repo.name} at commit {snap.sha}{where}; {len(snap.files)} files. "
+        f"Repository {snap.repo.name} at commit {snap.sha}{where}; {len(snap.files)} files.{part} "
         f"Top level (file counts): {listing}."
     )
 

@@ -10,8 +10,13 @@ from dataclasses import dataclass
 
 from codeask.pathglob import parse_glob
 
+# Where a snapshot keeps its own manifest (codeask.mirror.manifest): denied like `.git`, so no
+# tool shows it and no repository can put a file of that name into a snapshot.
+SNAPSHOT_MANIFEST = ".codeask-snapshot"
+
 BUILTIN_DENY: tuple[str, ...] = (
     ".git",
+    SNAPSHOT_MANIFEST,
     ".env",
     ".env.*",
     "*.env",

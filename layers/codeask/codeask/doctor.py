@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -601,7 +601,15 @@ def check_snapshot_root(run: _Run) -> Check:
     fix = "make it writable by this user, or point SNAPSHOT_ROOT elsewhere"
     if run.on_lambda:
         fix += " (on Lambda only /tmp is writable local disk)"
-    return _check_writable("snapshot root", "SNAPSHOT_ROOT", s.snapshot_root, lock=False, fix=fix)
+    check = _check_writable("snapshot root", "SNAPSHOT_ROOT", s.snapshot_root, lock=False, fix=fix)
+    if check.ok and any(s.snapshot_root.iterdir()):
+        from codeask.mirror.diskuse import disk_usage
+
+        # Snapshots of one repo share their unchanged files: count each file once.
+        check = replace(
+            check, detail=f"{check.detail}; snapshots: {disk_usage(s.snapshot_root).line()}"
+        )
+    return check
 
 
 # ---- 7. ripgrep and the git backend ------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -85,7 +86,8 @@ def _spec(case: Case, repos: Mapping[str, str], settings: Settings) -> RepoSpec:
     config = settings.bot_config
     if config is not None and case.repo in config.repos:
         entry = config.repos[case.repo]
-        return RepoSpec.parse(entry.url, branch=case.branch or entry.branch, name=case.repo)
+        spec = RepoSpec.parse(entry.url, branch=case.branch or entry.branch, name=case.repo)
+        return dataclasses.replace(spec, scope=entry.scope)  # the repo's own paths, if it has any
     return RepoSpec.parse(case.repo, branch=case.branch)
 
 

@@ -13,7 +13,8 @@ def export_cases(votes: list[dict[str, Any]], config: BotConfig) -> list[dict[st
     `expected` is left empty: the people who know the code fill in the right `path`/`line`;
     `codeask eval` still reports invented paths, tool calls and tokens for unfilled cases.
     An answer quotes the code it read, so it is exported only while its channel may still read
-    every repo it was about (`config`, the one access policy); the others are left out.
+    every repo it was about, through a scope at least as wide (`config`, the one access
+    policy); the others are left out.
     """
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for v in sorted(votes, key=lambda v: v["voted_at"]):
@@ -24,7 +25,8 @@ def export_cases(votes: list[dict[str, Any]], config: BotConfig) -> list[dict[st
             continue
         channel = key.partition(":")[0]
         repos = [r for r in str(v.get("repos", "")).split(",") if r]
-        if not repos or len(config.readable(channel, repos)) < len(repos):
+        scopes = None if v.get("scopes") is None else str(v["scopes"]).split(",")
+        if not config.may_reread(channel, repos, scopes):
             continue
         case = by_answer.setdefault(key, {
             "id": "feedback-" + key.replace(":", "-"),

@@ -12,6 +12,7 @@ from pathlib import Path
 from codeask.denylist import DenyList
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path, read_displayed
+from codeask.scope import PathScope
 
 BINARY_SNIFF = 8000  # a NUL byte in a file's first this many bytes makes it binary (as git and rg)
 CHUNK = 1 << 20  # files are read in pieces this big when they are counted or streamed
@@ -36,12 +37,15 @@ class RepoRef:
 
 @dataclass(eq=False)
 class Snapshot:
-    """Files of one repo at `sha` under `root`; denied paths are invisible through every method."""
+    """Files of one repo at `sha` under `root`; denied paths are invisible through every method,
+    and so is everything outside `scope` (the part of the repo the asker's channel may read,
+    which is all that was written to `root` in the first place)."""
 
     root: Path
     sha: str
     repo: RepoRef
     deny: DenyList = field(default_factory=DenyList)
+    scope: PathScope = field(default_factory=PathScope)
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -75,7 +79,7 @@ class Snapshot:
             dirnames[:] = keep
             for f in filenames:
                 rel = f"{rel_dir}/{f}" if rel_dir else f
-                if not self.deny.is_denied(rel):
+                if not self.deny.is_denied(rel) and self.scope.admits(rel):
                     out.append(rel.replace(os.sep, "/"))
         out.sort()
         return tuple(out)
@@ -171,7 +175,16 @@ class Snapshot:
             raise ToolRefused(
                 f"'{display_path(rel)}' is on the deny-list of secret-shaped paths and cannot be read"
             )
+        if rel and not self.in_scope(rel):
+            raise ToolRefused(
+                f"'{display_path(rel)}' is outside the part of {self.repo.name} this channel may read "
+                f"({self.scope.describe()}); paths outside it cannot be searched, listed or read"
+            )
         return rel
+
+    def in_scope(self, rel: str) -> bool:
+        """Whether `rel` is a file in scope, or a directory that may hold some."""
+        return self.scope.whole or self.scope.admits(rel) or self.scope.may_hold(rel)
 
     def resolve(self, path: str) -> tuple[str, Path]:
         """The normalised relative path and its real location, refusing anything that escapes the root."""
@@ -189,6 +202,8 @@ class Snapshot:
                 raise ToolRefused(
                     f"'{display_path(rel)}' leads to a deny-listed path and cannot be read"
                 )
+            if inner and not self.in_scope(inner):
+                raise ToolRefused(f"'{display_path(rel)}' leads outside what this channel may read")
         return rel, real
 
     def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:

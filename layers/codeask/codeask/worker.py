@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from codeask.agent import Turn
 from codeask.answer import Answer, ask
-from codeask.botconfig import Refusal
+from codeask.botconfig import BotConfig, Refusal
 from codeask.clients import SlackClient
 from codeask.errors import CodeaskError
 from codeask.job import Job
@@ -232,12 +232,15 @@ def _answer(
         store.finish_answer(job.dedupe_key, ts)
         status = OutcomeStatus.ANSWERED if names else OutcomeStatus.REFUSED
         return Outcome(status, posted_ts=[placeholder, *ts])
-    # Only the repos this channel may read; any other is never searched, listed or named.
-    specs = [RepoSpec.parse(e.url, branch=e.branch, name=e.name) for e in entries]
+    # Only the repos this channel may read, and of each only the part it may read (its scope):
+    # nothing else is written to disk, searched, listed, read, named or cited.
+    specs = [replace(RepoSpec.parse(e.url, branch=e.branch, name=e.name), scope=e.scope)
+             for e in entries]  # fmt: skip
+    scopes = ",".join(e.scope.fingerprint() for e in entries)
     history = [
         Turn(t["question"], t["answer"], t["sha"])
         for t in store.thread_turns(job.channel, job.thread_ts) or []
-        if _turn_readable(t, names)
+        if _turn_readable(config, job.channel, t, names)
     ]
     started = time.monotonic()
     answer = ask(
@@ -256,24 +259,48 @@ def _answer(
     placeholder = stream.close()
     extra = _publish(slack, store, job, placeholder, posted, msgs)
     info = {"question": job.text, "answer": answer.text, "repos": ",".join(names),
-            "sha": answer.snapshot.sha, "mode": answer.mode}  # fmt: skip
+            "scopes": scopes, "sha": answer.snapshot.sha, "mode": answer.mode}  # fmt: skip
     store.finish_answer(job.dedupe_key, extra, info)
     store.add_turn(
         job.channel,
         job.thread_ts,
         {"question": job.text, "answer": answer.text, "sha": answer.snapshot.sha,
-         "repos": ",".join(names)},
+         "repos": ",".join(names), "scopes": scopes},
     )  # fmt: skip
     logger.info(
         "answered",
         extra={"event_id": job.event_id, "channel": job.channel, "thread_ts": job.thread_ts,
                "repo": ",".join(n for n in names), "sha": answer.snapshot.sha, "mode": answer.mode},
     )  # fmt: skip
+    _prepare_next(mirrors, specs, answer, deadline)
     return Outcome(OutcomeStatus.ANSWERED, answer, [placeholder, *extra])
 
 
-def _turn_readable(turn: dict[str, str], names: list[str]) -> bool:
-    """An earlier turn reaches the model only if every repo it read is still readable here: its
-    answer quotes that code. A turn that does not say which repos it read is left out."""
+def _prepare_next(
+    mirrors: MirrorStore, specs: list[RepoSpec], answer: Answer, deadline: float
+) -> None:
+    """With the answer posted, make the next commit's snapshot cheap (a spare of this one): the
+    asker waits for nothing, and this warm worker's next question after a commit does not
+    write the whole tree again. Only while the answer's own deadline has not passed: the time
+    kept back after it is for posting, not for this."""
+    for spec in specs:
+        if time.monotonic() >= deadline:
+            return
+        part = answer.snapshot.parts.get(spec.name)
+        if part is None:
+            continue
+        try:
+            mirrors.prepare_next(spec, part)
+        except Exception as e:  # noqa: BLE001 - an optimisation; the answer is already out
+            logger.warning("no spare snapshot made", extra={"repo": spec.name,
+                           "error": f"{type(e).__name__}: {str(e)[:200]}"})  # fmt: skip
+
+
+def _turn_readable(config: BotConfig, channel: str, turn: dict[str, str], names: list[str]) -> bool:
+    """An earlier turn reaches the model only if every repo it read is still readable here, and
+    through a scope at least as wide: its answer quotes that code. A turn that does not say
+    which repos it read is left out; one from before scopes existed read whole repos."""
     read = [r for r in str(turn.get("repos", "")).split(",") if r]
-    return bool(read) and set(read) <= set(names)
+    scopes = turn.get("scopes")
+    recorded = None if scopes is None else str(scopes).split(",")
+    return bool(read) and set(read) <= set(names) and config.may_reread(channel, read, recorded)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from codeask.errors import ToolRefused
+from codeask.scope import PathScope
 from codeask.snapshot import RepoRef, Snapshot
 
 
@@ -24,6 +25,7 @@ class Workspace(Snapshot):
         self.sha = ",".join(s.sha for s in self.parts.values())
         self.repo = RepoRef(name="+".join(self.parts), url="", branch=None)
         self.deny = first.deny
+        self.scope = PathScope()  # each repo's own scope holds in its part
         self._line_counts = {}
 
     @property

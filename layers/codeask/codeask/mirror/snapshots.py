@@ -1,4 +1,4 @@
-"""Immutable snapshots on local disk: one per commit and deny-list, cached, touched and pruned."""
+"""Immutable snapshots on local disk: one per commit and view (deny-list, scope), cached, touched and pruned."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from pathlib import Path
 import pygit2
 
 from codeask.denylist import DenyList
-from codeask.mirror.materialise import TEMP_IDLE_S, materialise, remove_tree
+from codeask.mirror import spare
+from codeask.mirror.manifest import Manifest
+from codeask.mirror.materialise import TEMP_IDLE_S, View, materialise, remove_tree
+from codeask.scope import PathScope
 from codeask.snapshot import RepoRef, Snapshot
 
 _SNAPSHOT_DIR_RE = re.compile(r"^[0-9a-f]{40,64}-[0-9a-f]{12}$")
@@ -31,18 +34,29 @@ _pruned: dict[Path, float] = {}
 
 
 class Snapshots:
-    """Snapshots under `root/<repo key>/<sha>-<deny fingerprint>`, keeping `keep` per repo."""
+    """Snapshots under `root/<repo key>/<sha>-<view fingerprint>`, keeping `keep` per repo and view."""
 
     def __init__(self, root: Path, deny: DenyList, keep: int) -> None:
         self.root = root
         self.deny = deny
         self.keep = max(1, keep)
-        self._fingerprint = deny.fingerprint()
 
-    def at(self, repo: pygit2.Repository, key: str, sha: str, ref: RepoRef) -> Snapshot:
-        """The snapshot of commit `sha` of `repo`, written on first use; `key` names the repo."""
+    def at(
+        self,
+        repo: pygit2.Repository,
+        key: str,
+        sha: str,
+        ref: RepoRef,
+        scope: PathScope | None = None,
+    ) -> Snapshot:
+        """The snapshot of commit `sha` of `repo`, written on first use; `key` names the repo.
+
+        A new one is written from the newest snapshot of the same repo and view, when there is
+        one: only what changed between the two commits is written, the rest hard-linked.
+        """
+        view = View(self.deny, scope or PathScope())
         repo_dir = self.root / key
-        target = repo_dir / f"{sha}-{self._fingerprint}"
+        target = repo_dir / f"{sha}-{view.fingerprint}"
         cache_key = (target, ref)
         with _guard:
             cached = _cache.get(cache_key)
@@ -54,9 +68,12 @@ class Snapshots:
             return cached
         listing = None
         if not target.is_dir():
-            listing = materialise(repo, sha, target, self.deny)
+            base = _newest(repo_dir, view.fingerprint)
+            listing = materialise(repo, sha, target, view, base=base)
+        else:
+            listing = _listing(target)  # cheaper than walking the tree, for a new process
         self._touch(target, force=True)
-        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny)
+        snapshot = Snapshot(root=target, sha=sha, repo=ref, deny=self.deny, scope=view.scope)
         if listing is not None:
             snapshot.seed_files(listing)
         with _guard:
@@ -102,17 +119,57 @@ class Snapshots:
             elif path != current and _SNAPSHOT_DIR_RE.match(entry.name) and entry.is_dir():
                 kept.append((mtime, path))
         kept.sort(reverse=True)
-        for mtime, path in kept[self.keep - 1 :]:
-            if now - mtime <= _SNAPSHOT_IDLE_S:
+        # `keep` per view: a channel scoped to part of the repo has snapshots of its own.
+        seen: dict[str, int] = {current.name[-12:]: 1}
+        for mtime, path in kept:
+            view = path.name[-12:]
+            seen[view] = seen.get(view, 0) + 1
+            if seen[view] <= self.keep or now - mtime <= _SNAPSHOT_IDLE_S:
                 continue
-            # Rename first so nobody starts reading a half-deleted tree under its real name.
-            trash = repo_dir / f".trash-{path.name}-{uuid.uuid4().hex[:8]}"
-            try:
-                os.rename(path, trash)
-            except OSError:
-                continue
-            with _guard:
-                for key in [k for k in _cache if k[0] == path]:
-                    del _cache[key]
-                _touched.pop(path, None)
-            remove_tree(trash)
+            self._evict(path)
+        names = {
+            e.name for e in entries if _SNAPSHOT_DIR_RE.match(e.name) and os.path.isdir(e.path)
+        }
+        for orphan in spare.orphans(repo_dir, names):
+            remove_tree(orphan)  # its snapshot is gone: it would only hold that one's files
+
+    def _evict(self, path: Path) -> None:
+        """Remove a snapshot and its spares. Its files shared with other snapshots stay theirs;
+        the space of the rest is freed only with the spares, which link every one of them."""
+        # Rename first so nobody starts reading a half-deleted tree under its real name.
+        trash = path.with_name(f".trash-{path.name}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(path, trash)
+        except OSError:
+            return
+        with _guard:
+            for key in [k for k in _cache if k[0] == path]:
+                del _cache[key]
+            _touched.pop(path, None)
+        remove_tree(trash)
+        for made in spare.of(path):
+            remove_tree(made)
+
+
+def _newest(repo_dir: Path, view: str) -> Path | None:
+    """The most recently used snapshot of this repo under `view`, to build the next one from."""
+    best: tuple[float, Path] | None = None
+    try:
+        entries = list(os.scandir(repo_dir))
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.name.endswith("-" + view) or not _SNAPSHOT_DIR_RE.match(entry.name):
+            continue
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if best is None or mtime > best[0]:
+            best = (mtime, Path(entry.path))
+    return None if best is None else best[1]
+
+
+def _listing(target: Path) -> tuple[str, ...] | None:
+    manifest = Manifest.read_from(target)
+    return None if manifest is None else tuple(sorted(manifest.entries))

@@ -12,6 +12,7 @@ import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
 from codeask.errors import BadInput, first_line
+from codeask.scope import PathScope
 from codeask.snapshot import RepoRef
 
 CallbacksFactory = Callable[["RepoSpec"], pygit2.RemoteCallbacks | None]
@@ -83,11 +84,13 @@ def _open_local_repo(path: Path, shown: str) -> None:
 
 @dataclass(frozen=True)
 class RepoSpec:
-    """Which repository to answer about: a name for humans, where to fetch it, which branch."""
+    """Which repository to answer about: a name for humans, where to fetch it, which branch,
+    and which part of it may be read (the asker's channel's scope; the whole repo by default)."""
 
     name: str
     url: str
     branch: str | None = None  # None = the remote's default branch (its HEAD symref)
+    scope: PathScope = PathScope()  # the mirror is one per repo; snapshots one per scope
 
     @classmethod
     def parse(cls, value: str, branch: str | None = None, name: str | None = None) -> RepoSpec:

@@ -11,7 +11,9 @@ import pygit2
 
 from codeask.denylist import DenyList
 from codeask.errors import BadInput
+from codeask.mirror import spare
 from codeask.mirror.local import LocalSource
+from codeask.mirror.materialise import View
 from codeask.mirror.remote import RemoteMirror
 from codeask.mirror.result import SyncResult
 from codeask.mirror.snapshots import Snapshots
@@ -121,12 +123,19 @@ class MirrorStore:
         full = source.commit(_commit_sha(sha), fetch=True)
         return self._snapshot(source, full, spec.branch or source.default_branch())
 
+    def prepare_next(self, spec: RepoSpec, snapshot: Snapshot) -> bool:
+        """Make the next commit's snapshot cheap while nobody waits for it: a hard-linked spare
+        of `snapshot` (see mirror/spare.py), unless one is ready. Whether one was made."""
+        view = View(self.deny, spec.scope)
+        return spare.prepare(self.source(spec).objects(), snapshot.root, view)
+
     def last_synced_at(self, spec: RepoSpec) -> datetime | None:
         """When the source last agreed with the repository for the spec's branch (or default)."""
         return self.source(spec).last_synced_at()
 
     def _snapshot(self, source: Source, sha: str, branch: str | None) -> Snapshot:
-        return self.snapshots.at(source.objects(), source.key, sha, source.spec.ref(branch))
+        spec = source.spec
+        return self.snapshots.at(source.objects(), source.key, sha, spec.ref(branch), spec.scope)
 
 
 def _commit_sha(sha: str) -> str:
