@@ -62,8 +62,11 @@ def test_uses_outside_counts_and_near_misses_name_the_repo_of_each_file(
     tb = Toolbox(workspace)
     # the definition's callers in the other repo, with the repo in their path
     out = tb.run("search_code", {"pattern": "def send_notification"}).text
-    assert "↳ called from billing/billing/alerts.py:5 in def alert(), " in out
-    assert "notify/notify/client.py:5 in def ping()" in out
+    # (the definition's own repo first)
+    assert (
+        "↳ called from notify/notify/client.py:5 in def ping(), "
+        "billing/billing/alerts.py:5 in def alert()"
+    ) in out
     # a search in one repo counts what the other repo has
     out = tb.run("search_code", {"pattern": "send_notification", "glob": "**/api.py"}).text
     assert "Outside glob **/api.py: " in out and "billing/billing/alerts.py (2)" in out

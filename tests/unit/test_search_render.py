@@ -183,6 +183,133 @@ def test_a_name_inside_longer_names_is_set_aside_in_an_alternation_too(repo: Pat
     )
 
 
+def test_a_longer_name_defined_with_the_identifier_in_it_is_shown_after_whole_words(
+    repo: Path,
+) -> None:
+    # Given an identifier whose longer forms are names of their own, defined and used
+    write(
+        repo,
+        "http/retry.py",
+        "class Client:\n"
+        "    def __init__(self):\n"
+        "        self.retry_handlers = []\n\n"
+        "    def add(self, retry_handler):\n"
+        "        self.retry_handlers.append(retry_handler)\n\n"
+        "    def run(self):\n"
+        "        for h in self.retry_handlers:\n"
+        "            h()\n",
+    )
+    write(
+        repo,
+        "diff.c",
+        "static int diff_rename_limit_default = 400;\n"
+        "#define DEFAULT_RENAME_LIMIT_MAX 1000\n\n"
+        "int rename_limit(void)\n{\n"
+        "  return diff_rename_limit_default;\n}\n",
+    )
+    text = search(repo, pattern="retry_handler|rename_limit")
+    rows = hit_rows(text)
+    # Then the lines defining the longer names are shown; their mere uses stay set aside
+    assert any("self.retry_handlers = []" in r for r in rows)
+    assert any("static int diff_rename_limit_default = 400;" in r for r in rows)
+    assert any("#define DEFAULT_RENAME_LIMIT_MAX 1000" in r for r in rows)
+    assert not any("for h in self.retry_handlers" in r for r in rows)
+    assert not any("return diff_rename_limit_default" in r for r in rows)
+    assert "only part of a longer word" in text
+    # and a file that only defines a longer name comes after the files with the name itself
+    write(repo, "a/defaults.py", "RETRY_HANDLERS_DEFAULT = 3\n")
+    text = search(repo, pattern="retry_handler")
+    assert "D 1  RETRY_HANDLERS_DEFAULT = 3" in text
+    assert text.index("http/retry.py —") < text.index("a/defaults.py —")
+
+
+def test_a_long_definition_cut_collapses_its_docstring_and_shows_the_lines_naming_the_search(
+    repo: Path,
+) -> None:
+    # Given a long method: a 25-line docstring, 80 lines of code, the searched name used near
+    # its end (the shape of requests' Session.send), in a longer module
+    doc = "".join(f"        Parameter note {i}: what it means.\n" for i in range(23))
+    code = "".join(f"        step_{i} = prepare(request, {i})\n" for i in range(70))
+    write(
+        repo,
+        "http/sessions.py",
+        "class Session:\n"
+        "    def send(self, request, **kwargs):\n"
+        '        """Send a prepared request.\n\n' + doc + '        """\n'
+        "        hooks = request.hooks\n" + code + "        if kwargs.get('stream'):\n"
+        "            return self._send_once(request)\n"
+        "        response = adapter.send(request, **kwargs)\n"
+        + "".join(f"        tail_{i} = finish(response, {i})\n" for i in range(12))
+        + "        return response\n\n"
+        # the rest of the module: too long a file to be shown whole
+        + "".join(f"def other_{i}(x):\n    return x + {i}\n\n" for i in range(20)),
+    )
+    text = search(repo, pattern=r"def send\(")
+    # Then the docstring is collapsed to its opening lines, the code after it is shown, and so
+    # are the lines below the cut that use `send`, before the note where the definition goes on
+    assert '"""Send a prepared request.' in text
+    assert "Parameter note 10" not in text
+    assert "hooks = request.hooks" in text
+    assert "return self._send_once(request)" in text
+    assert "response = adapter.send(request, **kwargs)" in text
+    assert "tail_5 = finish" not in text
+    assert re.search(r"⋮ +\[… the definition goes on to line 1\d\d\]", text)
+
+
+def test_a_short_top_hit_file_is_shown_whole_when_the_budget_has_room(repo: Path) -> None:
+    # Given a 120-line module (pylint's async checker's size) with the hit in its middle, and a
+    # 200-line one like it
+    def module(n: int) -> str:
+        head = '"""Checks for the async protocol."""\n\nfrom __future__ import annotations\n\n'
+        funcs = "".join(
+            f"def helper_{i}(node):\n    if node.is_async:\n        return {i}\n    return None\n\n"
+            for i in range((n - 14) // 5)
+        )
+        return head + funcs + "class AsyncChecker:\n    name = 'async'\n\n    def visit(self, n):\n"
+        "        return helper_3(n)\n\n\ndef register(linter):\n    linter.register(AsyncChecker())\n"
+
+    write(repo, "checkers/async_checker.py", module(120))
+    text = search(repo, pattern="class AsyncChecker")
+    # Then every line of it is shown, with no gap and no "goes on"
+    lines = (repo / "checkers/async_checker.py").read_text().splitlines()
+    assert 100 <= len(lines) <= 150
+    for i, line in enumerate(lines, 1):
+        assert re.search(rf"^[D ] +{i}  {re.escape(line)}$", text, re.M), (i, line)
+    assert "⋮" not in text
+    # while the longer one is still shown in part
+    write(repo, "checkers/async_checker.py", module(200))
+    text = search(repo, pattern="class AsyncChecker")
+    assert "def helper_1(node):" not in text
+
+
+def test_a_line_break_in_a_pattern_searches_its_lines_apart_with_a_note(repo: Path) -> None:
+    # Given pylint's register function, its checker registered on the next line
+    write(repo, "pylint/checkers/async_checker.py", (
+        "class AsyncChecker:\n    name = 'async'\n\n\n"
+        "def register(linter: PyLinter) -> None:\n    linter.register_checker(AsyncChecker(linter))\n"
+    ))  # fmt: skip
+    # When the model writes a multi-line pattern (rg refuses `\n` without -U)
+    text = search(repo, pattern=r"def register\(linter.*\n\s+linter\.register_checker")
+    # Then each line is searched apart, the note says so, and both lines are shown
+    assert text.startswith(
+        "Note: the search reads one line at a time, so a line break (`\\n`) cannot match; each "
+        "line of the pattern was searched apart, as `def register\\(linter.*|linter\\.register_checker`"
+    )
+    assert re.search(r"^D +5  def register\(linter: PyLinter\) -> None:$", text, re.M)
+    assert re.search(r"^> +6      linter\.register_checker\(AsyncChecker\(linter\)\)$", text, re.M)
+    # a break inside a group: the pattern without it; a trailing break: the rest alone
+    assert "searched without its line breaks, as `(register|x)`" in search(
+        repo, pattern=r"(register\n|x)"
+    )
+    assert "`class AsyncChecker:` was searched alone." in search(
+        repo, pattern="class AsyncChecker:\n"
+    )
+    # and a pattern of nothing but a line break is a clear error, not rg's
+    tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))))
+    result = tb.run("search_code", {"pattern": r"\n\s*"})
+    assert result.is_error and "search for the text on either side of it" in result.text
+
+
 def test_licence_headers_rank_last(repo: Path) -> None:
     write(repo, "a_licensed.py", "# Copyright (c) 2026 uses sqlite under its licence\nx = 1\n")
     write(repo, "z_code.py", "import sqlite3\nconn = sqlite3.connect(path)\n")
@@ -639,6 +766,40 @@ def test_a_common_name_filling_the_lookup_does_not_hide_a_rare_ones_caller(repo:
     )
 
 
+def test_called_from_prefers_the_definitions_own_package_and_skips_other_classes_self_calls(
+    repo: Path,
+) -> None:
+    # Given a common method name defined by a class, a legacy twin package's copy of that class,
+    # and callers in both packages (the twin's sort first by name)
+    cls = (
+        "class {c}:\n"
+        "    def connect_to_new_endpoint(self, force=False):\n"
+        "        self.url = 'x'\n"
+        "        return self.url\n\n"
+        "    def start(self):\n"
+        "        if self.url is None:\n"
+        "            self.connect_to_new_endpoint()\n"
+    )
+    write(repo, "slack_sdk/rtm_v2/client.py", cls.format(c="RTMClient"))
+    write(repo, "slack/rtm/client.py", cls.format(c="LegacyRTMClient"))
+    write(repo, "slack/rtm/helper.py", "def reconnect(c):\n    c.connect_to_new_endpoint(True)\n")
+    write(repo, "slack_sdk/rtm_v2/retry.py", "def again(c):\n    c.connect_to_new_endpoint()\n")
+    write(repo, "slack_sdk/socket/x.py", "def go(c):\n    return c.connect_to_new_endpoint()\n")
+    text = search(repo, pattern="def connect_to_new_endpoint", path="slack_sdk")
+    said = next(ln for ln in text.splitlines() if "↳ called from" in ln)
+    # Then the callers named are the class's own and its package's, nearest first
+    assert said.startswith(
+        "  ↳ called from slack_sdk/rtm_v2/client.py:8 in def start() under `if self.url is None:`, "
+        "slack_sdk/rtm_v2/retry.py:2 in def again(), slack_sdk/socket/x.py:2 in def go()"
+    )
+    # and the twin's own `self.connect_to_new_endpoint()` is never named as a caller of this one
+    write(repo, "slack_sdk/rtm_v2/retry.py", "x = 1\n")
+    write(repo, "slack_sdk/socket/x.py", "x = 1\n")
+    text = search(repo, pattern="def connect_to_new_endpoint", path="slack_sdk")
+    said = next(ln for ln in text.splitlines() if "↳ called from" in ln)
+    assert "slack/rtm/client.py" not in said and "slack/rtm/helper.py:2" in said
+
+
 # -- few hits, previews ----------------------------------------------------------------------------
 
 
@@ -692,8 +853,10 @@ def test_a_c_definition_and_its_alias_lines_point_to_each_other(repo: Path) -> N
     # When the definition is searched, its alias lines come with it
     text = search(repo, pattern=r"^__getdelim")
     assert "  60  weak_alias (__getdelim, getdelim)" in text
-    # and when the body is too long to show whole, its hit names the alias the cut hides
-    write(repo, "libio/iogetdelim.c", GETDELIM.replace("step", "a_much_longer_step_name" * 3))
+    # and when the body is too long to show whole (in a file too long to show whole), its hit
+    # names the alias the cut hides
+    longer = GETDELIM.replace("step", "a_much_longer_step_name" * 3)
+    write(repo, "libio/iogetdelim.c", longer + "\nint pad_line;\n" * 100)
     text = search(repo, pattern=r"^__getdelim")
     assert "goes on to line" in text
     assert "  ↳ also named `getdelim`: line 60, weak_alias (__getdelim, getdelim)" in text
@@ -724,7 +887,8 @@ def test_a_definition_of_up_to_40_lines_is_whole_and_a_longer_one_is_cut_well_sh
     text = search(repo, pattern=r"^__qsort_r")
     assert "  size_t total_size = total_elems * size;" in text
     assert "goes on to line" not in text
-    write(repo, "libio/iogetdelim.c", GETDELIM.replace("step", "a_much_longer_step_name" * 3))
+    longer = GETDELIM.replace("step", "a_much_longer_step_name" * 3)
+    write(repo, "libio/iogetdelim.c", longer + "\nint pad_line;\n" * 100)  # a long file
     text = search(repo, pattern=r"^__getdelim")
     cut = re.search(r"the definition goes on to line (\d+)", text)
     assert cut is not None and int(cut.group(1)) == 58
@@ -796,10 +960,18 @@ def test_a_call_site_shows_a_few_lines_and_a_body_shown_before_is_not_shown_agai
 ) -> None:
     # Given one call inside an 80-line function
     lines = [f"        step_{i} = prepare({i})\n" for i in range(80)]
-    write(repo, "pylint/lint/pylinter.py", (
-        "class PyLinter:\n    def check(self, files):\n" + "".join(lines[:40])
-        + "        self._lint_files(files)\n" + "".join(lines[40:]) + "        return None\n"
-    ))  # fmt: skip
+    write(
+        repo,
+        "pylint/lint/pylinter.py",
+        (
+            "class PyLinter:\n    def check(self, files):\n"
+            + "".join(lines[:40])
+            + "        self._lint_files(files)\n"
+            + "".join(lines[40:])
+            + "        return None\n"
+            + "".join(f"\n    def other_{i}(self):\n        return {i}\n" for i in range(30))
+        ),
+    )  # fmt: skip  (the rest of the class: a file too long to show whole)
     tb = Toolbox(Snapshot(repo, SHA, RepoRef("r", str(repo))))
     text = tb.run("search_code", {"pattern": r"_lint_files\("}).text
     # Then the call shows its function's name and at most five lines either side

@@ -30,6 +30,7 @@ from codeask.search import (
     render,
     search,
 )
+from codeask.search.patterns import per_line
 from codeask.search.query import LargeFile, rg_globs
 from codeask.search.ripgrep import MAX_FILESIZE, clean_text, find_rg
 from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
@@ -113,7 +114,8 @@ SEARCH_DESCRIPTION = (
     "of up to 25 matches shows every one; a bigger one shows the best with context, then one-line "
     "previews, then counts per file, and the header says whether the list is complete and how "
     "many matches a glob or path left out. No match: each word of the pattern is counted alone. "
-    "In an alternation ('send_request|RetryPolicy') every alternative gets its share. Narrow with "
+    "In an alternation ('send_request|RetryPolicy') every alternative gets its share. Lines are "
+    "matched one at a time: a \\n in the pattern searches its lines apart. Narrow with "
     "`glob` ('*.{c,h}', '!**/tests/**') or `path` (a directory or one file)."
 )
 READ_DESCRIPTION = (
@@ -350,11 +352,16 @@ class Toolbox:
         pattern = args["pattern"]
         if not pattern:
             raise ToolRefused("pattern is empty; give a regular expression to search for")
+        try:
+            pattern, note = per_line(pattern)
+        except ValueError as e:
+            raise ToolRefused(str(e)) from None
         outcome = self.search_outcome(
             pattern, glob=args.get("glob") or None, path=_in_repo(args) or None
         )
         self.searches.append(outcome.describe())
-        return self.render_search(outcome)
+        text = self.render_search(outcome)
+        return f"{note}\n{text}" if note else text
 
     def search_outcome(
         self,

@@ -272,15 +272,22 @@ def find_uses(
         # C files with a function of their own by this name (glibc's 170 `static int do_test`):
         # their uses are of that one, not of this
         own = {m.path for m in per_name[name] if _c_definition(m, name)} - {path}
+        # files with a method of the same name (ssh's `_run` beside a worker's `_run`): their
+        # `self._run(` is their own method, never this one's caller
+        methods = {m.path for m in per_name[name] if _method_definition(m, name)} - {path}
         others = 0
         for m in per_name[name]:
             if (m.path, m.line) == (path, line):
                 continue
             files.add(m.path)
             use = _use(m, name)
-            if use.score > 0 and m.path in own and language_of(path) in ("c", "cpp"):
+            if use.score > 0 and (
+                (m.path in own and language_of(path) in ("c", "cpp"))
+                or (m.path in methods and _self_call(m.text, name))
+            ):
                 others += 1  # a use of that file's own function, never named as this one's
                 continue
+            use.score *= _nearness(path, m.path)
             (sites if use.score > 0 else mentions).append(use)
         sites.sort(key=lambda u: (-u.score, u.path, u.line))
         mentions.sort(key=lambda u: (language_of(u.path) is None, u.path, u.line))
@@ -311,6 +318,32 @@ def _lines_naming(
 
 
 _DEFINES = r"def|class|function|func|fn|struct|enum|union|interface|type|#\s*define|define|block"
+
+
+def _method_definition(m: RawMatch, name: str) -> bool:
+    """A line defining a function or method called `name` (`def _run(self):`, `fn run(`)."""
+    return (
+        re.search(rf"(^|\s)(def|function|func|fn|sub)\s+{re.escape(name)}\s*\(", m.text) is not None
+    )
+
+
+def _self_call(text: str, name: str) -> bool:
+    """`self.name(`, `this.name(`, `cls.name(`: a call of the file's own class's method."""
+    return re.search(rf"\b(self|this|cls)\.{re.escape(name)}\b", text) is not None
+
+
+def _nearness(defined: str, used: str) -> float:
+    """How much a use is likely this definition's by where it is: the same file, the same
+    directory, then the same top-level package; a twin package beside it (a legacy `slack/`
+    mirroring `slack_sdk/`) comes after the definition's own."""
+    if used == defined:
+        return 1.6
+    d_parts, u_parts = defined.split("/"), used.split("/")
+    if d_parts[:-1] == u_parts[:-1]:
+        return 1.3
+    if len(d_parts) > 1 and len(u_parts) > 1 and d_parts[0] == u_parts[0]:
+        return 1.15
+    return 1.0
 
 
 def _is_site(m: RawMatch, name: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from codeask.search import elsewhere, repeats
 from codeask.search.filekinds import file_kind, language_of, refine_language, says_generated
-from codeask.search.patterns import is_identifier
+from codeask.search.patterns import is_identifier, longer_name_defined
 from codeask.search.query import FileHits, Hit, SearchOutcome
 from codeask.search.syntax import Context, FileSyntax, HitInfo, syntax_for
 
@@ -27,6 +27,8 @@ PREVIEW_SHARE = 0.88  # then counts per file
 BODY_LINES = 60
 BODY_HEAD = 30
 BODY_CHARS = 3_200
+DOC_KEEP = 3  # a long docstring opening a cut body keeps this many lines, the code comes next
+NAMING_ROWS = 12  # below a cut body's head, lines naming the search shown at most
 MAX_BODIES = 4  # in a result of many hits, half as many
 FEW_HITS = 3  # a result this small shows the whole function each hit is in ...
 FEW_BODY = 40  # ... when it has at most this many lines (a longer one: lines around the hit)
@@ -43,6 +45,7 @@ ALIAS_NEAR = 4  # alias lines this close after a definition's end are shown with
 CALL_AROUND = 5  # a call site widens to this many lines either side, no more
 GAP_ROWS = 8  # with room to spare, a gap this short between shown lines is filled
 SMALL_FILE = 40  # with room to spare, a file this short with a hit is shown whole
+TOP_FILE_LINES = 150  # the top hit's file this short is shown whole when it fits the budget
 COMMENT_BLOCK = 10  # a comment hit shows the lines down to the key or code it describes
 NONCODE = frozenset({"docs", "generated", "vendored"})
 NONCODE_FULL = 3  # hits of a docs, generated or vendored file shown in full; the rest are previews
@@ -126,6 +129,7 @@ class ShownFile:
     notes: dict[int, list[str]] = field(default_factory=dict)  # a hit's row -> lines under it
     earlier: dict[int, tuple[int, int]] = field(default_factory=dict)  # row -> rows shown before
     same: dict[int, list[int]] = field(default_factory=dict)  # a hit's row -> rows reading the same
+    collapsed: set[int] = field(default_factory=set)  # a cut body's docstring rows left out
 
     @property
     def lines(self) -> list[str] | None:
@@ -197,13 +201,20 @@ class Layout:
         # Matches only inside longer words are noise beside whole-word ones: a file where a word
         # is only part of longer ones ('redistribute' for `redis`) is set aside and summarised,
         # and so is every match of a name inside a longer name (`_IO_cleanup_region_start` for
-        # `_IO_cleanup`), which is another name.
+        # `_IO_cleanup`), which is another name. A line defining such a longer name
+        # (`retry_handlers = …` for `retry_handler`) stays: that name is often what was meant.
         self.inside: list[tuple[FileHits, list[Hit]]] = []
         files = outcome.files
         if outcome.plain_words and any(not h.in_longer_word for f in files for h in f.hits):
             for f in files:
                 only = all(h.in_longer_word for h in f.hits)
-                longer = [h for h in f.hits if h.in_longer_word and (only or self._names(h))]
+                longer = [
+                    h
+                    for h in f.hits
+                    if h.in_longer_word
+                    and (only or self._names(h))
+                    and not (self._names(h) and self._defines_longer(h))
+                ]
                 if longer:
                     self.inside.append((f, longer))
                     f.hits = [h for h in f.hits if h not in longer]
@@ -228,6 +239,12 @@ class Layout:
         alts = o.alternatives or o.plain_words[:1]
         word = alts[h.alternative or 0] if alts else ""
         return is_identifier(word)
+
+    def _defines_longer(self, h: Hit) -> bool:
+        o = self.o
+        alts = o.alternatives or o.plain_words[:1]
+        word = alts[h.alternative or 0] if alts else ""
+        return bool(word) and longer_name_defined(h.text, h.spans, word) is not None
 
     def fill(self, write: Callable[[], str]) -> str:
         """Plan the result with `write` (which writes the current plan) and return the text."""
@@ -266,7 +283,10 @@ class Layout:
         alternation, each alternative's best few in turn, so a common one cannot starve a rare one."""
         for f in self.files[:PARSE_FIRST]:
             self._analyse(f)
-        self.files.sort(key=lambda f: (-f.fh.score, f.fh.path))
+        # a file with only longer names (kept for their definitions) follows the whole words
+        self.files.sort(
+            key=lambda f: (all(h.in_longer_word for h in f.fh.hits), -f.fh.score, f.fh.path)
+        )
         keyed = []
         per_alt: dict[int | None, int] = {}
         for file_rank, f in enumerate(self.files):
@@ -274,7 +294,14 @@ class Layout:
                 alt_rank = per_alt.get(h.alternative, 0)
                 per_alt[h.alternative] = alt_rank + 1
                 alt_chunk = alt_rank // ALTERNATIVE_CHUNK if self.o.alternatives else 0
-                key = (not h.exact_case, alt_chunk, rank // FILE_CHUNK, file_rank, rank)
+                key = (
+                    not h.exact_case,
+                    h.in_longer_word,
+                    alt_chunk,
+                    rank // FILE_CHUNK,
+                    file_rank,
+                    rank,
+                )
                 keyed.append((key, f, h))
         keyed.sort(key=lambda k: k[0])
         return [(f, h) for _, f, h in keyed]
@@ -572,22 +599,58 @@ class Layout:
             return whole
         if not allowed:
             return set(range(first, min(signature_end + 2, last) + 1))
-        end = last if last - signature_end <= BODY_LINES else signature_end + BODY_HEAD
-        rows, size = set(), 0
-        for r in range(first, end + 1):
+        # a long docstring is collapsed to its opening lines first: the code after it is
+        # what a reader of a cut body came for
+        doc = _docstring(f, signature_end + 1, last)
+        skipped = (
+            set(range(doc[0] + DOC_KEEP, doc[1] + 1))
+            if doc is not None and doc[1] - doc[0] + 1 > DOC_KEEP + 2
+            else set()
+        )
+        end = last if last - signature_end - len(skipped) <= BODY_LINES else 0
+        rows, size, body_rows = set(), 0, 0
+        for r in range(first, last + 1):
+            if r in skipped:
+                continue
             if r > signature_end:
                 size += min(len(f.text(r)), CONTEXT_CHARS) + 10
-                if size > BODY_CHARS:
+                body_rows += 1
+                if size > BODY_CHARS or (not end and body_rows > BODY_HEAD):
                     break
             rows.add(r)
         if last - max(rows) < MIN_HIDDEN and self._rows_cost(f, whole) <= BODY_CHARS * 1.5:
             return whole  # a cut would hide only a few lines
+        rows |= self._rows_naming(f, max(rows) + 1, last, size)
+        f.collapsed |= skipped
         head_end = max(rows)
         if head_end - signature_end > REPEAT_LINES and self._seen_before(
             f, signature_end + 1, head_end
         ):  # the same head as an earlier result showed: not again
             f.earlier[signature_end] = (signature_end + 1, head_end)
             return set(range(first, signature_end + 1))
+        return rows
+
+    def _rows_naming(self, f: ShownFile, lo: int, hi: int, size: int) -> set[int]:
+        """Below a cut body's head, the lines that use the searched name or that a hit sits
+        on, while the body's share lasts: where the definition does what was asked about."""
+        hits = {h.line for h in f.fh.hits}
+        hits |= {h.line for fh, aside in self.inside if fh is f.fh for h in aside}
+        words = [
+            w for w in elsewhere.pattern_words(self.o.pattern) if len(w) >= 4 and w not in _KEYWORDS
+        ]
+        # as a name or a component of one (`_send_once` for `send`), never inside a word
+        named = (
+            re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, words))})(?![a-z0-9])", re.I)
+            if words
+            else None
+        )
+        rows: set[int] = set()
+        for r in range(lo, hi + 1):
+            if r in hits or (named is not None and named.search(f.text(r))):
+                size += min(len(f.text(r)), CONTEXT_CHARS) + 10
+                if size > BODY_CHARS * 1.5 or len(rows) >= NAMING_ROWS:
+                    break
+                rows.add(r)
         return rows
 
     def _seen_before(self, f: ShownFile, lo: int, hi: int) -> bool:
@@ -672,9 +735,33 @@ class Layout:
                     f.full_lines.discard(h.line)
                     f.preview.append(h)
                 text = self.write()
+        if order:
+            text = self._whole_top_file(order[0][0], text)
         if len(text) < self.budget * WIDEN_BELOW:
             text = self._widen(order, text)
         self._text = text
+
+    def _whole_top_file(self, f: ShownFile, text: str) -> str:
+        """The top hit's file, when it is short and the budget has room for all of it, is shown
+        whole: a file with gaps in it would be the next read."""
+        lines = f.lines
+        if not lines or len(lines) > TOP_FILE_LINES or f.fh.kind in NONCODE or f.earlier:
+            return text
+        every = set(range(1, len(lines) + 1))
+        new = every - f.rows - f.full_lines
+        if not new or self._seen_before(f, 1, len(lines)):
+            return text
+        if len(text) + self._rows_cost(f, new) > self.budget * 0.95:
+            return text
+        cuts, collapsed = f.cuts, f.collapsed
+        f.rows |= new
+        f.cuts, f.collapsed = {}, set()  # nothing of it goes on elsewhere now
+        whole = self.write()
+        if len(whole) > self.budget:
+            f.rows -= new
+            f.cuts, f.collapsed = cuts, collapsed
+            return text
+        return whole
 
     def _widen(self, order: list[tuple[ShownFile, Hit]], text: str) -> str:
         """Room to spare: more of each code hit's function, best hits first, so that the loop,
@@ -752,7 +839,8 @@ class Layout:
             lo, hi = info.extent  # more of the function it is in
         else:
             return set()  # a prototype or a top-level line: its neighbours are unrelated
-        return set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+        rows = set(range(max(lo, h.line - before), min(hi, h.line + after) + 1))
+        return rows - f.collapsed
 
     def _apply(self, added: list[tuple[ShownFile, set[int]]]) -> None:
         for f in self.files:
@@ -819,6 +907,33 @@ _NAME = re.compile(r"[A-Za-z_][\w.\-]*\w|\w")  # a name, with a template name's 
 _GUARD = re.compile(
     r"(\}\s*)?(if|elif|else if|unless|while|for|foreach|switch|case|when|with)\b|\{\{-?\s*(if|with|range)\b"
 )
+_KEYWORDS = frozenset(
+    {"class", "struct", "static", "return", "import", "async", "const", "function", "self", "this"}
+)
+_DOC_OPEN = re.compile(r"^\s*(?:[rRbBuU]?(\"\"\"|\'\'\')|(/\*)|(#|//))")
+
+
+def _docstring(f: ShownFile, lo: int, hi: int) -> tuple[int, int] | None:
+    """The rows of the docstring or comment block that opens a body at row `lo`, if any."""
+    m = _DOC_OPEN.match(f.text(lo))
+    if m is None:
+        return None
+    quote, block, line = m.groups()
+    if line:
+        end = lo
+        while end < hi and f.text(end + 1).lstrip().startswith(line):
+            end += 1
+        return lo, end
+    close = quote or "*/"
+    rest = f.text(lo)[m.end() :]
+    if close in rest:
+        return lo, lo
+    for r in range(lo + 1, hi + 1):
+        if close in f.text(r):
+            return lo, r
+    return None
+
+
 _LEAD_IN = re.compile(r"^\s*$|^[A-Za-z_]\w*\s*\([^()]*\)\s*$")  # blank, or a bare macro line
 _MACRO_USE = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*\(")  # a top-level line a C macro expands
 _MACRO_ALIAS = re.compile(r"^\s*#\s*define\s+\w+\s+([A-Za-z_]\w*)\s*(/\*.*)?$")

@@ -220,3 +220,110 @@ def word_fit(text: str, start: int, end: int, *, identifier: bool = False) -> st
     if left_ok and right_ok:
         return "part"
     return "edge" if left_ok or right_ok else "inside"
+
+
+_DEFINES_BEFORE = re.compile(
+    r"(?:^|[\s(*&])(?:def|class|func|function|fn|struct|enum|union|interface|type|trait|const|"
+    r"let|var|val|define|macro)\s+[*&]*$"
+)
+_TYPED = re.compile(
+    r"(?:(?:static|extern|const|unsigned|signed|struct|enum|volatile|inline)\s+)*[A-Za-z_][\w$]*[\s*&]+"
+)
+_DEFINES_AFTER = re.compile(r"\s*(?::[^=]*)?(?<![=!<>])=(?!=)|\s*(?::\s|:$)")
+
+
+def longer_name_defined(text: str, spans: list[tuple[int, int]], word: str) -> str | None:
+    """The longer name a line defines or assigns when `word` is one of its components
+    (`retry_handlers` for `retry_handler`, `diff_rename_limit_default` for `rename_limit`), or
+    None: a longer name that is only used on the line is another name, set aside."""
+    for a, b in spans:
+        if text[a:b].lower() != word.lower():
+            continue
+        start, end = a, b
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_$"):
+            start -= 1
+        while end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+            end += 1
+        name = text[start:end]
+        if name == text[a:b] or not _is_component(text, start, a, b, end):
+            continue
+        before = text[:start]
+        after = text[end:]
+        if _DEFINES_BEFORE.search(before.lstrip("#").lstrip()):
+            return name
+        # the name leads its statement (`name = …`, `self.name: T = …`, `name:` as a key,
+        # `int name = …;`, `name (args)` opening a C definition at the margin)
+        bare = re.sub(r"^\s*(?:-\s+)?(?:self\.|this\.|[\w$]+\.)?", "", before)
+        typed = _TYPED.fullmatch(before) is not None
+        if after.lstrip().startswith("("):
+            # `name (…)` opens a C definition only at the margin; elsewhere it is a call
+            if before[:1].isspace() or not (before == "" or typed):
+                continue
+            return name
+        if (bare.strip("\"' ") == "" or typed) and _DEFINES_AFTER.match(after):
+            return name
+        if typed and re.match(r"\s*[;\[,]", after):
+            return name  # `int name;`, `char name[16];`
+    return None
+
+
+def _is_component(text: str, start: int, a: int, b: int, end: int) -> bool:
+    """The match starts or ends at a component boundary of the longer name (`_`, camelCase, the
+    name's own start or end)."""
+    left = a == start or text[a - 1] == "_" or (text[a - 1].islower() and text[a].isupper())
+    right = b == end or text[b] == "_" or (text[b - 1].islower() and text[b].isupper())
+    return left or right
+
+
+_EDGE_SPACE = re.compile(r"^(?:\^|\\s[*+]|\s)+|(?:\$|\\s[*+]|\s)+$")
+
+
+def per_line(pattern: str) -> tuple[str, str | None]:
+    """A pattern with a line break in it (`\\n`, which rg refuses without multi-line mode) as
+    one it can run, and a note saying what was searched: its lines apart, as alternatives,
+    or the pattern without its line breaks when a break sits inside a group. ValueError when
+    nothing but line breaks is left."""
+    cuts: list[tuple[int, int]] = []  # where a line break is written, escaped or raw
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith(("\\r\\n", "\\n"), i):
+            n = 4 if pattern.startswith("\\r\\n", i) else 2
+            cuts.append((i, i + n))
+            i += n
+        elif pattern[i] == "\\":
+            i += 2
+        elif pattern[i] in "\r\n":
+            cuts.append((i, i + 1))
+            i += 1
+        else:
+            i += 1
+    if not cuts:
+        return pattern, None
+    pieces, start = [], 0
+    for a, b in cuts:
+        pieces.append(pattern[start:a])
+        start = b
+    pieces.append(pattern[start:])
+    lines = [_EDGE_SPACE.sub("", p) for p in pieces]
+    lines = [p for p in lines if _has_literal(p)]
+    said = "the search reads one line at a time, so a line break (`\\n`) cannot match; "
+    if lines and all(compile_python(p, ignore_case=False) is not None for p in lines):
+        if len(lines) == 1:
+            return lines[0], f"Note: {said}`{lines[0]}` was searched alone."
+        joined = "|".join(p if len(split_alternatives(p)) == 1 else f"(?:{p})" for p in lines)
+        return joined, (
+            f"Note: {said}each line of the pattern was searched apart, as `{joined}`: "
+            "matches of them on adjacent lines are the multi-line match."
+        )
+    bare = "".join(pieces)
+    if _has_literal(bare) and compile_python(bare, ignore_case=False) is not None:
+        return bare, f"Note: {said}the pattern was searched without its line breaks, as `{bare}`."
+    raise ValueError(
+        "the search reads one line at a time, so a line break (`\\n`) cannot match, and the "
+        "pattern has nothing else to search for: search for the text on either side of it"
+    )
+
+
+def _has_literal(pattern: str) -> bool:
+    """Some letter or digit of its own to search for (`\\s*` and `^` alone have none)."""
+    return re.search(r"\w", re.sub(r"\\.", "", pattern)) is not None
