@@ -414,14 +414,16 @@ def test_unwritable_mirror_root(doctor: Doctor, tmp_path: Path) -> None:
 
 
 def test_mirror_root_that_is_a_file(doctor: Doctor, tmp_path: Path) -> None:
-    # Unlike a read-only directory, this fails for root too.
+    # Unlike a read-only directory, this fails for root too: the settings refuse it at start-up,
+    # as every command does, naming the setting.
     not_a_dir = tmp_path / "mirrors-file"
     not_a_dir.write_text("")
     code, lines = doctor.run(MIRROR_ROOT=str(not_a_dir))
     assert code != 0
-    assert line(lines, "✗ mirror root") == (
-        f"✗ mirror root — MIRROR_ROOT={not_a_dir} is not a directory → make it writable by this "
-        "user, or point MIRROR_ROOT elsewhere"
+    assert lines[0] == (
+        f"✗ settings — MIRROR_ROOT='{not_a_dir}': '{not_a_dir}' is not a directory; point "
+        "MIRROR_ROOT at a directory codeask may write in → fix that variable (README: Settings) "
+        "and run again"
     )
 
 
