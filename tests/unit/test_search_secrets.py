@@ -28,6 +28,7 @@ FILES = {
     + '-----END PRIVATE KEY-----\n"""\n',
     "deploy/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n"
     f"  token: {B64}\n",
+    "deploy/netrc": f"machine db.internal login admin\n  password {SECRET}\n",
     "src/db.py": "def connect(host):\n    return open_db(host, user='admin')\n",
     "README.md": "Run `connect(host)` from src/db.py.\n",
 }
@@ -64,6 +65,13 @@ CASES = [
         lambda v: f"^  password: {v[:-1]}[a-m]|^  password: {v[:-1]}[n-z]",
         {},
         id="alternation-counts",
+    ),
+    pytest.param(
+        SECRET,
+        DECOY,
+        lambda v: f"^  password {v[:-1]}[a-m]|^  password {v[:-1]}[n-z]",
+        {},
+        id="the-finding",
     ),
     pytest.param(SECRET, DECOY, lambda v: v[:6], {}, id="value-prefix"),
     pytest.param(SECRET, DECOY, lambda v: v, {}, id="exact-value"),
@@ -116,7 +124,7 @@ def test_called_from_lookups_skip_a_secret(repo: Path) -> None:
     found, _ = outcome.lookup(SECRET, False, 100)
     assert found == []
     found, _ = outcome.lookup("db.internal", False, 100)
-    assert [(m.path, m.line) for m in found] == [("config/app.yaml", 2)]
+    assert sorted((m.path, m.line) for m in found) == [("config/app.yaml", 2), ("deploy/netrc", 1)]
 
 
 def test_search_only_answer_finds_nothing_by_a_secret(repo: Path) -> None:
@@ -134,7 +142,7 @@ def test_the_cli_prints_no_match_for_the_oracle(
     env = cli_env(tmp_path)
     outputs = []
     for value in (SECRET, DECOY):
-        pattern = f"^  password: {value[:-1]}[a-m]|^  password: {value[:-1]}[n-z]"
+        pattern = f"^  password {value[:-1]}[a-m]|^  password {value[:-1]}[n-z]"
         done = run_codeask(
             "tool", "search_code", "--repo", str(work.path), f'{{"pattern": "{pattern}"}}',
             env=env,
