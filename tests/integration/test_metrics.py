@@ -395,6 +395,14 @@ def test_these_paths_emit_every_catalogued_metric_and_nothing_else(
     job = json.loads(records[0]["body"])
     ack(click("codeask_feedback_down", "U0ALICE", f"{job['channel']}:{job['message_ts']}"))  # vote
     work(records)  # skipped
+    # a snapshot whose manifest went missing on disk: written again, counted as a repair
+    manifests = list((stack.tmp / "snapshots").glob("*/*/.codeask-snapshot"))
+    assert manifests
+    for manifest in manifests:
+        manifest.parent.chmod(0o755)
+        manifest.unlink()
+    ack(mention_now(**{"event_id": "Ev0AGAIN1", "event.ts": "1764430050.000100"}))
+    work(stack.queued())  # answered, after the repair
     config = {
         "repos": {
             "billing": {"url": str(stack.repo.path), "branch": "main"},  # as the stack's config

@@ -82,8 +82,14 @@ def files_on_disk(root: Path) -> set[str]:
 
 
 def snapshot_dirs(store: MirrorStore, spec: RepoSpec) -> set[str]:
+    """Everything in the repo's snapshot folder but the completion markers, which must each
+    belong to a snapshot there."""
     repo_dir = store.snapshot_dir(spec)
-    return {p.name for p in repo_dir.iterdir()} if repo_dir.exists() else set()
+    names = {p.name for p in repo_dir.iterdir()} if repo_dir.exists() else set()
+    markers = {n for n in names if n.endswith(".complete")}
+    rest = names - markers
+    assert {m.removesuffix(".complete") for m in markers} <= rest, f"markers left: {markers}"
+    return rest
 
 
 def age(path: Path, seconds: float) -> None:

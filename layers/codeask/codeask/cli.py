@@ -143,6 +143,15 @@ def _spec(repo: str, branch: str | None) -> Any:
     return RepoSpec.parse(repo, branch=branch)
 
 
+def _store(settings: Any) -> Any:
+    """The mirrors and snapshots, telling stderr about damage they found and rebuilt."""
+    from codeask.mirror import MirrorStore
+
+    return MirrorStore.from_settings(
+        settings, on_repair=lambda r: print(f"⚠️ {r.message()}", file=sys.stderr, flush=True)
+    )
+
+
 def _say_uncommitted(synced: Any) -> None:
     """On stderr, so that stdout stays exactly what the tool or check produced."""
     if synced.uncommitted is not None:
@@ -169,6 +178,7 @@ def _ask(args: argparse.Namespace) -> int:
         args.question,
         specs,
         settings,
+        store=_store(settings),
         on_event=None if args.quiet else _progress,
         deadline=started + args.deadline if args.deadline else None,
         sink=terminal,
@@ -206,7 +216,6 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _tool(args: argparse.Namespace) -> int:
-    from codeask.mirror import MirrorStore
     from codeask.settings import Settings
     from codeask.tools import Toolbox
 
@@ -220,7 +229,7 @@ def _tool(args: argparse.Namespace) -> int:
     if not isinstance(tool_args, dict):
         raise BadInput('tool arguments must be a JSON object, e.g. \'{"pattern": "retry"}\'')
     settings = Settings.from_env()
-    synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    synced = _store(settings).sync(_spec(args.repo, args.branch))
     _say_uncommitted(synced)
     toolbox = Toolbox(
         synced.snapshot, rg_path=settings.rg_path, search_timeout_s=settings.search_timeout_s
@@ -293,13 +302,12 @@ def _feedback_export(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from codeask.mirror import MirrorStore
     from codeask.settings import Settings
     from codeask.verify import verify_answer, warning_text
 
     text = sys.stdin.read()
     settings = Settings.from_env()
-    synced = MirrorStore.from_settings(settings).sync(_spec(args.repo, args.branch))
+    synced = _store(settings).sync(_spec(args.repo, args.branch))
     _say_uncommitted(synced)
     v = verify_answer(text, synced.snapshot)
     if args.json:

@@ -23,6 +23,12 @@ class RepoUnavailable(CodeaskError):
     exit_code = 3
 
 
+class DiskFull(CodeaskError):
+    """A disk codeask writes mirrors or snapshots to is full, even after old snapshots were removed."""
+
+    exit_code = 3
+
+
 class ToolRefused(CodeaskError):
     """A tool call was refused (path outside the snapshot, deny-listed, bad regex...)."""
 

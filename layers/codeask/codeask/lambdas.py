@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from codeask.answer import Answer
+    from codeask.mirror import Repair
     from codeask.slack_ingress import Ack
 
 
@@ -164,7 +165,7 @@ def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
             settings=s,
             store=StateStore(s.table_name, clients.aws("dynamodb")),
             slack=_slack(s),
-            mirrors=MirrorStore.from_settings(s),
+            mirrors=MirrorStore.from_settings(s, on_repair=_repaired),
             deadline=time.monotonic() + remaining - s.answer_margin_s,
             owner=(context.aws_request_id if context else None) or uuid.uuid4().hex,
             last_attempt=_receives(record) >= s.max_receives,
@@ -242,6 +243,14 @@ def answer_batch(event: dict[str, Any], context: LambdaContext) -> dict[str, Any
     )
 
 
+def _repaired(repair: Repair) -> None:
+    """Damage a sync found and rebuilt (a mirror, snapshot, lock or state file): counted per repo."""
+    emit("MirrorRepairs", 1, repair.repo)
+    logger.warning(
+        "repaired", extra={"repo": repair.repo, "what": repair.what, "reason": repair.reason}
+    )
+
+
 # -- mirror_warmer ------------------------------------------------------------------------------
 
 
@@ -252,7 +261,7 @@ def warm_all() -> dict[str, Any]:
     s = settings()
     _require(s, "bot_config")
     assert s.bot_config is not None
-    store = MirrorStore.from_settings(s)
+    store = MirrorStore.from_settings(s, on_repair=_repaired)
     results: dict[str, str] = {}
     for name, entry in s.bot_config.repos.items():
         started = time.monotonic()

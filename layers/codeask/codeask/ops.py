@@ -48,6 +48,8 @@ CATALOGUE: dict[str, tuple[MetricUnit, str | None]] = {
     # the warmer
     "MirrorAge": (MetricUnit.Seconds, "Repo"),
     "MirrorWarmFailures": (MetricUnit.Count, "Repo"),
+    # the worker and the warmer: a mirror, snapshot, lock or state file found damaged and rebuilt
+    "MirrorRepairs": (MetricUnit.Count, "Repo"),
 }
 
 

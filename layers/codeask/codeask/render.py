@@ -579,6 +579,7 @@ class Failure(StrEnum):
     ERROR = "error"
     NOT_CONFIGURED = "not_configured"
     EMPTY = "empty"  # a mention with no question in it
+    DISK_FULL = "disk_full"  # no room on the bot's own disk for the code
 
 
 _FAILURES: dict[Failure | Refusal, str] = {
@@ -588,6 +589,10 @@ _FAILURES: dict[Failure | Refusal, str] = {
     ),
     Failure.ERROR: (
         "Sorry, something went wrong while I was answering, so there is no answer this time."
+    ),
+    Failure.DISK_FULL: (
+        "Sorry, my disk is full, so I could not get the code ready and there is no answer this "
+        "time. An admin can find the details in the logs; asking again later may work."
     ),
     Refusal.CHANNEL: (
         "I'm not set up to answer in this channel. An admin can add it to codeask's configuration."

@@ -11,7 +11,7 @@ from codeask.agent import Turn
 from codeask.answer import Answer, ask
 from codeask.botconfig import BotConfig, Refusal
 from codeask.clients import SlackClient
-from codeask.errors import CodeaskError
+from codeask.errors import CodeaskError, DiskFull
 from codeask.job import Job
 from codeask.mirror import MirrorStore, RepoSpec
 from codeask.model import ModelClient
@@ -189,7 +189,11 @@ def answer_job(
             placeholder = stream.close()  # the message the answer was going in
         if isinstance(e, CodeaskError) or last_attempt:
             # A clear, final failure: say so once and stop; nothing to gain from a redelivery.
-            failure = render_failure(Failure.ERROR, detail)
+            # A full disk is the bot's own trouble: its paths and sizes are for the logs.
+            full = isinstance(e, DiskFull)
+            failure = render_failure(
+                Failure.DISK_FULL if full else Failure.ERROR, None if full else detail
+            )
             if placeholder is None:
                 placeholder = _post(slack, job.channel, job.thread_ts, failure)
             else:

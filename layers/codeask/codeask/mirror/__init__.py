@@ -3,7 +3,7 @@
 from codeask.mirror.local import LocalSource
 from codeask.mirror.refs import TAG_PREFIX, pick_ref
 from codeask.mirror.remote import RemoteMirror
-from codeask.mirror.result import StaleNote, SyncResult, UncommittedNote
+from codeask.mirror.result import OnRepair, Repair, StaleNote, SyncResult, UncommittedNote
 from codeask.mirror.source import Source
 from codeask.mirror.spec import CallbacksFactory, RepoSpec, redact_url, token_callbacks
 from codeask.mirror.store import MirrorStore
@@ -13,7 +13,9 @@ __all__ = [
     "CallbacksFactory",
     "LocalSource",
     "MirrorStore",
+    "OnRepair",
     "RemoteMirror",
+    "Repair",
     "RepoSpec",
     "Source",
     "StaleNote",

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pygit2
 from pygit2.enums import FileStatus
 
-from codeask.errors import BadInput, RepoUnavailable, first_line
+from codeask.errors import BadInput, first_line
 from codeask.mirror.refs import resolve_local
 from codeask.mirror.result import UncommittedNote
 from codeask.mirror.source import Head, elapsed_ms, find_commit, open_repo
-from codeask.mirror.spec import RepoSpec, local_path
+from codeask.mirror.spec import RepoSpec, damaged_local, local_path
 
 
 class LocalSource:
@@ -32,14 +32,22 @@ class LocalSource:
         # `strict` changes nothing here: a repository read in place is never stale.
         mark = time.perf_counter()
         repo = self.objects()
-        label, oid = resolve_local(repo, self.spec, str(self.path))
-        timings["resolve"] = elapsed_ms(mark)
-        uncommitted = None
-        if not repo.is_bare and not repo.head_is_unborn and repo.head.peel(pygit2.Commit).id == oid:
-            mark = time.perf_counter()
-            uncommitted = self._uncommitted(repo, str(oid))
-            timings["status"] = elapsed_ms(mark)
+        try:
+            label, oid = resolve_local(repo, self.spec, str(self.path))
+            timings["resolve"] = elapsed_ms(mark)
+            uncommitted = None
+            on_head = not repo.is_bare and not repo.head_is_unborn
+            if on_head and repo.head.peel(pygit2.Commit).id == oid:
+                mark = time.perf_counter()
+                uncommitted = self._uncommitted(repo, str(oid))
+                timings["status"] = elapsed_ms(mark)
+        except pygit2.GitError as exc:  # a ref file or HEAD that cannot be parsed
+            raise damaged_local(str(self.path), first_line(exc)) from None
         return Head(str(oid), label, uncommitted=uncommitted)
+
+    def repair(self, reason: str) -> Head:
+        """Never: the repository is the user's, and only they may decide to change it."""
+        raise damaged_local(str(self.path), reason)
 
     def commit(self, sha: str, *, fetch: bool = False) -> str:
         found = find_commit(self.objects(), sha)
@@ -51,13 +59,16 @@ class LocalSource:
         try:
             return open_repo(self.path)
         except pygit2.GitError as exc:
-            raise RepoUnavailable(f"cannot read {self.path}: {first_line(exc)}") from None
+            raise damaged_local(str(self.path), first_line(exc)) from None
 
     def default_branch(self) -> str | None:
         repo = self.objects()
-        if repo.head_is_unborn or repo.head_is_detached:
+        try:
+            if repo.head_is_unborn or repo.head_is_detached:
+                return None
+            return repo.head.shorthand
+        except pygit2.GitError:
             return None
-        return repo.head.shorthand
 
     def last_synced_at(self) -> datetime | None:
         return datetime.now(UTC)  # read in place: always as current as the repository itself

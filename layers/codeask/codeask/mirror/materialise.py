@@ -16,6 +16,7 @@ from pathlib import Path
 import pygit2
 
 from codeask.denylist import DenyList
+from codeask.mirror import space
 from codeask.mirror.manifest import Manifest, entry_text
 from codeask.ops import logger
 from codeask.scope import PathScope
@@ -30,8 +31,6 @@ _MODE_BLOB_GROUP_WRITABLE = 0o100664  # written by very old gits; still a plain 
 _MODE_BLOB_EXECUTABLE = 0o100755
 FILE_PERM = {_MODE_BLOB: 0o444, _MODE_BLOB_GROUP_WRITABLE: 0o444, _MODE_BLOB_EXECUTABLE: 0o555}
 CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-# Disk full is not a reason to try again writing everything: it is the caller's to handle.
-DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 @dataclass(frozen=True)
@@ -108,8 +107,9 @@ def _cheaper(
     back, for the next way to start afresh. Disk full is raised: it is not the way's fault."""
     try:
         built = build()
-    except OSError as exc:
-        if exc.errno in DISK_FULL:
+    except (OSError, ValueError) as exc:  # ValueError: an entry of a forged manifest
+        # Disk full is not a reason to try again writing everything: it is the caller's to handle.
+        if space.is_full(exc):
             raise
         # The spare or base went away or broke under us: the next way is always right.
         logger.warning("incremental snapshot failed; writing it another way",
@@ -176,9 +176,7 @@ def write_blob(odb: pygit2.Odb, oid: pygit2.Oid | str, path: str, perm: int, dir
     except FileExistsError:
         return False  # a crafted tree with a duplicate name; the first entry wins
     try:
-        view = memoryview(odb.read(oid)[1])
-        while view:
-            view = view[os.write(fd, view) :]
+        space.write_all(fd, odb.read(oid)[1])
     finally:
         os.close(fd)
     return True

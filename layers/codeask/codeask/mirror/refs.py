@@ -8,8 +8,8 @@ from typing import Any
 
 import pygit2
 
-from codeask.errors import BadInput
-from codeask.mirror.spec import RepoSpec, redact_url
+from codeask.errors import BadInput, first_line
+from codeask.mirror.spec import RepoSpec, damaged_local, redact_url
 
 # A tag's commit is kept under a local branch of this prefix, so one code path serves both.
 TAG_PREFIX = "tags/"
@@ -103,8 +103,10 @@ def resolve_local(repo: pygit2.Repository, spec: RepoSpec, shown: str) -> tuple[
 def _commit_of(ref: pygit2.Reference, name: str, shown: str) -> pygit2.Oid:
     try:
         return ref.peel(pygit2.Commit).id
-    except (pygit2.GitError, ValueError):
+    except ValueError:  # it names a tree or a blob
         raise BadInput(f"{name!r} in {shown} does not point at a commit") from None
+    except pygit2.GitError as exc:  # the object it names is missing or unreadable
+        raise damaged_local(shown, f"{name!r} cannot be read: {first_line(exc)}") from None
 
 
 def _some(

@@ -1,7 +1,8 @@
-"""What a sync hands back: the snapshot and its commit, why it may be stale, what it leaves out."""
+"""What a sync hands back: the snapshot at its commit, why it may be stale, what it left out or rebuilt."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -56,3 +57,18 @@ class SyncResult:
     stale: StaleNote | None
     timings_ms: dict[str, float] = field(default_factory=dict)
     uncommitted: UncommittedNote | None = None  # a local work tree with changes not included
+
+
+@dataclass(frozen=True)
+class Repair:
+    """Damage a sync found in what codeask keeps on disk for a repository, and rebuilt."""
+
+    repo: str  # the repository's name
+    what: str  # "mirror", "snapshot", "lock file" or "state file"
+    reason: str  # what was wrong, in one line
+
+    def message(self) -> str:
+        return f"{self.repo}: the {self.what} was damaged ({self.reason}) and has been rebuilt"
+
+
+OnRepair = Callable[[Repair], None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import time
@@ -19,6 +20,9 @@ from codeask.mirror.spec import RepoSpec, redact_url
 
 # libgit2 repository handles must not be shared between threads; warm invocations reuse them.
 _local = threading.local()
+# Bumped when this process rebuilds a repository, so other threads' handles on it are dropped too.
+_generation: dict[Path, int] = {}
+_generation_guard = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,11 @@ class Source(Protocol):
         Raises BadInput for a ref that does not exist, RepoUnavailable when there is nothing to
         read; with `strict`, RepoUnavailable rather than an older commit marked stale.
         """
+        ...
+
+    def repair(self, reason: str) -> Head:
+        """Objects a snapshot needed could not be read: rebuild what is a cache, and say where
+        the branch is now; RepoUnavailable for what must not be repaired or cannot be."""
         ...
 
     def commit(self, sha: str, *, fetch: bool = False) -> str:
@@ -74,14 +83,43 @@ def source_key(spec: RepoSpec) -> str:
 
 
 def open_repo(path: Path) -> pygit2.Repository:
-    """This thread's handle on the repository at `path`; raises pygit2.GitError if it is not one."""
-    repos: dict[Path, pygit2.Repository] | None = getattr(_local, "repos", None)
+    """This thread's handle on the repository at `path`; raises pygit2.GitError if it is not one.
+
+    A handle is kept only while `path` is the same directory: one that another process rebuilt,
+    or that was deleted and made again, is opened afresh (a stale handle reads deleted packs and
+    writes into directories that no longer exist). That costs one stat per call.
+    """
+    repos: dict[Path, tuple[tuple[int, int, int], pygit2.Repository]] | None = getattr(
+        _local, "repos", None
+    )
     if repos is None:
         repos = _local.repos = {}
-    repo = repos.get(path)
-    if repo is None:
-        repo = repos[path] = pygit2.Repository(str(path), flags=RepositoryOpenFlag.NO_SEARCH)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        repos.pop(path, None)
+        raise pygit2.GitError(f"{path}: {exc.strerror}") from None
+    identity = (st.st_dev, st.st_ino, _generation.get(path, 0))
+    held = repos.pop(path, None)
+    if held is not None:
+        if held[0] == identity:
+            repos[path] = held
+            return held[1]
+        # libgit2 shares open packs between handles by path: a rebuilt mirror's pack of the same
+        # name would be read from the old, deleted file while the old handle holds it.
+        held[1].free()
+    repo = pygit2.Repository(str(path), flags=RepositoryOpenFlag.NO_SEARCH)
+    repos[path] = (identity, repo)
     return repo
+
+
+def forget_repo(path: Path) -> None:
+    """Make every thread open `path` afresh, e.g. before this process rebuilds the directory."""
+    with _generation_guard:
+        _generation[path] = _generation.get(path, 0) + 1
+    held = getattr(_local, "repos", {}).pop(path, None)
+    if held is not None:
+        held[1].free()
 
 
 def find_commit(repo: pygit2.Repository, sha: str) -> str | None:

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
-from codeask.errors import BadInput, first_line
+from codeask.errors import BadInput, RepoUnavailable, first_line
 from codeask.scope import PathScope
 from codeask.snapshot import RepoRef
 
@@ -68,6 +68,14 @@ def _name_from(path: str) -> str:
     return tail or "repo"
 
 
+def damaged_local(shown: str, detail: str) -> RepoUnavailable:
+    """The error for a repository read in place that cannot give what a question needs."""
+    return RepoUnavailable(
+        f"the repository at {shown} is damaged ({detail}); codeask reads it in place and never "
+        "repairs it: `git fsck` there shows what is wrong"
+    )
+
+
 def _open_local_repo(path: Path, shown: str) -> None:
     if not path.exists():
         raise BadInput(
@@ -77,6 +85,9 @@ def _open_local_repo(path: Path, shown: str) -> None:
     try:
         pygit2.Repository(str(path), flags=RepositoryOpenFlag.NO_SEARCH)
     except pygit2.GitError as exc:
+        if (path / ".git").exists() or ((path / "HEAD").exists() and (path / "objects").exists()):
+            # A repository that cannot be opened is damaged, which is not the asker's mistake.
+            raise damaged_local(shown, first_line(exc)) from None
         raise BadInput(
             f"{shown!r} is not a git repository (work tree or bare): {first_line(exc)}"
         ) from None
