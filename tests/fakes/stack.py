@@ -248,6 +248,8 @@ def stack(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> Iterator[Stack]:
+    from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
+
     from codeask import clients, lambdas
 
     # Opt-in: with CODEASK_EMF_LOG set, the EMF documents the handlers print are appended there
@@ -269,6 +271,9 @@ def stack(
         lambdas.reset_settings()
         clients.aws.cache_clear()
         clients.slack.cache_clear()
+        # Powertools keeps its Secrets Manager client (bound to the moto server of the first
+        # pytest session in this process): a second session, as mutmut runs, has another server.
+        DEFAULT_PROVIDERS.clear()
         yield Stack(moto, slack, model, repo, env["QUEUE_URL"], env["TABLE_NAME"], tmp_path)
         lambdas.reset_settings()
         clients.aws.cache_clear()

@@ -398,30 +398,33 @@ def test_a_repo_pinned_to_a_tag_is_named_as_a_tag(doctor: Doctor) -> None:
     assert got == f"✓ repo billing — {doctor.stack.repo.path}: tag v1.0 at {head}"
 
 
-def test_unwritable_mirror_root(doctor: Doctor, tmp_path: Path) -> None:
-    # A path beneath a regular file can be created by no one, root included (CI runs as root,
-    # where a 0o500 directory would still be writable).
-    blocker = tmp_path / "a-regular-file"
-    blocker.write_text("")
-    root = blocker / "mirrors"
+def test_unwritable_mirror_root(doctor: Doctor) -> None:
+    # A directory in which no one can create a file, root included (CI runs as root, where a
+    # 0o500 directory would still be writable; a path beneath a regular file is refused earlier,
+    # by the settings: see the next test). /proc is a directory on every Linux and takes no files.
+    root = Path("/proc")
     code, lines = doctor.run(MIRROR_ROOT=str(root))
     assert code != 0
-    assert line(lines, "✗ mirror root") == (
-        f"✗ mirror root — MIRROR_ROOT={root} is not writable (Not a directory) → make it "
-        "writable by this user, or point MIRROR_ROOT elsewhere"
+    assert line(lines, "✗ mirror root").startswith(
+        f"✗ mirror root — MIRROR_ROOT={root} is not writable ("
+    )
+    assert line(lines, "✗ mirror root").endswith(
+        ") → make it writable by this user, or point MIRROR_ROOT elsewhere"
     )
     assert line(lines, "✓ snapshot root")
 
 
 def test_mirror_root_that_is_a_file(doctor: Doctor, tmp_path: Path) -> None:
-    # Unlike a read-only directory, this fails for root too.
+    # Unlike a read-only directory, this fails for root too: the settings refuse it at start-up,
+    # as every command does, naming the setting.
     not_a_dir = tmp_path / "mirrors-file"
     not_a_dir.write_text("")
     code, lines = doctor.run(MIRROR_ROOT=str(not_a_dir))
     assert code != 0
-    assert line(lines, "✗ mirror root") == (
-        f"✗ mirror root — MIRROR_ROOT={not_a_dir} is not a directory → make it writable by this "
-        "user, or point MIRROR_ROOT elsewhere"
+    assert lines[0] == (
+        f"✗ settings — MIRROR_ROOT='{not_a_dir}': '{not_a_dir}' is not a directory; point "
+        "MIRROR_ROOT at a directory codeask may write in → fix that variable (README: Settings) "
+        "and run again"
     )
 
 

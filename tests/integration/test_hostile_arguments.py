@@ -160,3 +160,21 @@ def test_the_loop_survives_every_bad_call_and_posts_its_answer(
     ]
     assert len(results) == len(calls)
     assert all(r.get("is_error") is True and r["content"].startswith("Error: ") for r in results)
+
+
+@pytest.mark.parametrize("variable", ["XDG_CACHE_HOME", "SNAPSHOT_ROOT", "MIRROR_ROOT"])
+def test_codeask_tool_with_a_file_where_its_storage_goes_is_one_line_of_bad_input(
+    repo: Any, env: dict[str, str], tmp_path: Path, variable: str
+) -> None:
+    # Given a file where the cache home, the snapshots or the mirrors would be made
+    (tmp_path / "a-file").write_text("x")
+    env = {k: v for k, v in env.items() if k not in ("MIRROR_ROOT", "SNAPSHOT_ROOT")}
+    env[variable] = str(tmp_path / "a-file" / ("" if variable == "XDG_CACHE_HOME" else "sub"))
+
+    # When a tool runs
+    done = tool(repo, env, "list_files", "{}")
+
+    # Then it is bad input, told in one line that names the setting, with no traceback
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "is not a directory" in done.stderr and len(done.stderr.strip().splitlines()) == 1

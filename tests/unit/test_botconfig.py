@@ -251,6 +251,16 @@ def test_readable_is_the_channels_current_permission_intersected_with_the_names_
     assert config.readable("C0CCCCCCC", []) == []
 
 
+@pytest.mark.parametrize(
+    "data", [b'{"repos": {"\xff": 1}}', b"\xff\xfe{}", b'{"repos": {}}\xc3', b"\xed\xa0\x80{}"]
+)
+def test_a_config_file_that_is_not_utf8_is_a_config_error(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "config.json"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        BotConfig.load(str(path))
+
+
 # -- part of a repo: `paths` on the repo, or on a channel's grant ---------------------------------
 
 MONO: dict[str, Any] = {

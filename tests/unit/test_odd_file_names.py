@@ -107,3 +107,14 @@ def test_citations_of_escaped_names_verify_and_map_to_the_real_file(tree: Path) 
         assert by_path[real].url and "\n" not in by_path[real].url
     assert not by_path["tab\there.py"].verified  # line 9 of a 2-line file
     assert "a.py" not in by_path  # `a.py:12:x:1` is not a.py line 12
+
+
+def test_a_line_range_on_an_escaped_name_is_checked_to_its_end(tree: Path) -> None:
+    # Given citations of a line range in a 2-line file shown with an escape: one fits, one does not
+    snap = Snapshot(tree, "e" * 40, RepoRef("r", "https://github.com/acme/r.git"))
+    v = verify_answer("Both are in new\\nline.py:1-2, not in new\\nline.py:1-9.", snap)
+    # Then each keeps its whole range, and the one past the end is flagged
+    assert [(m.path, m.start_line, m.end_line, m.verified) for m in v.mentions] == [
+        ("new\nline.py", 1, 2, True),
+        ("new\nline.py", 1, 9, False),
+    ]

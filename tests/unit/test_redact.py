@@ -18,6 +18,7 @@ from codeask.redact import (
     Redaction,
     RedactionGate,
     count_markers,
+    key_open_after,
     private_key_lines,
     scan,
 )
@@ -265,6 +266,7 @@ def test_several_secrets_in_one_result_are_all_counted() -> None:
         pytest.param('token := "', RANDOM_VALUE, '"', id="go"),
         pytest.param("  12 | ACCESS_KEY=", RANDOM_VALUE, "", id="numbered-line"),
         pytest.param('const authToken = "', RANDOM_VALUE, '";', id="js"),
+        pytest.param('BASIC_AUTH = "', RANDOM_VALUE, '"', id="auth"),
     ],
 )
 def test_random_literal_assigned_to_secret_name_loses_only_its_value(
@@ -599,6 +601,7 @@ LEAVE_ALONE = [
     'tokenizer_name = "gpt2-medium"',
     'token_encoding = "base64url"',
     'author = "Jane Doe"',
+    'author = "' + RANDOM_VALUE + '"',  # an author is no auth
     "max_tokens = 4096",
     "password = password2",
     "token = access_token",
@@ -908,3 +911,32 @@ def test_redaction_keeps_every_line_number_of_numbered_output(lines: list[str], 
     after = out.split("\n")
     assert len(after) == len(lines)
     assert all(a.startswith(g) for a, g in zip(after, gutters, strict=True))
+
+
+def test_a_key_on_one_line_is_redacted_and_what_follows_it_kept() -> None:
+    # Given a whole PEM block written on one line inside an expression
+    text = 'x = "-----BEGIN PRIVATE KEY-----MIIEvQ-----END PRIVATE KEY-----" + tail'
+    # When it is scanned
+    out, counts = scan(text)
+    # Then only the block goes; the code after it stays
+    assert out == 'x = "' + marker("private-key") + '" + tail'
+    assert counts == {"private-key": 1}
+
+
+def test_a_streamed_reader_carries_an_open_key_block_across_lines() -> None:
+    # Given a file read line by line, with a key block, a one-line block and a certificate
+    lines = [
+        "x = 1",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "-----END RSA PRIVATE KEY-----",
+        'k = "-----BEGIN PRIVATE KEY-----MIIE-----END PRIVATE KEY-----"',
+        "-----BEGIN CERTIFICATE-----",
+    ]
+    # When the open/closed state is carried past each line
+    states, is_open = [], False
+    for line in lines:
+        is_open = key_open_after(line, is_open)
+        states.append(is_open)
+    # Then it is open from the BEGIN line until the END line, and nowhere else
+    assert states == [False, True, True, False, False, False]

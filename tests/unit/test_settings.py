@@ -66,3 +66,57 @@ def test_streaming_is_on_unless_turned_off_and_its_pace_can_be_set() -> None:
         }
     )
     assert not s.stream and (s.stream_append_s, s.stream_edit_s) == (1.0, 3.0)
+
+
+def _not_a_directory(tmp_path: Path, shape: str) -> Path:
+    """Something on a storage root's path that is not a directory."""
+    target = tmp_path / "in-the-way"
+    if shape == "file":
+        target.write_text("x")
+    elif shape == "dangling link":
+        target.symlink_to(tmp_path / "gone")
+    elif shape == "link to a file":
+        (tmp_path / "f").write_text("x")
+        target.symlink_to(tmp_path / "f")
+    elif shape == "fifo":
+        import os
+
+        os.mkfifo(target)
+    return target
+
+
+@pytest.mark.parametrize("shape", ["file", "dangling link", "link to a file", "fifo"])
+@pytest.mark.parametrize(
+    ("variable", "below"),
+    [
+        ("SNAPSHOT_ROOT", ""),
+        ("SNAPSHOT_ROOT", "a/b"),
+        ("MIRROR_ROOT", "m"),
+        ("XDG_CACHE_HOME", ""),
+    ],
+)
+def test_a_storage_root_with_something_not_a_directory_in_its_path_fails_at_start(
+    tmp_path: Path, shape: str, variable: str, below: str
+) -> None:
+    # Given a storage root (or the cache home the defaults live under) at or below a non-directory
+    blocker = _not_a_directory(tmp_path, shape)
+    env = {"HOME": str(tmp_path), variable: str(blocker / below) if below else str(blocker)}
+
+    # When the settings are read, then start-up stops naming the setting and what is in the way
+    named = "MIRROR_ROOT" if variable == "XDG_CACHE_HOME" else variable
+    with pytest.raises(ConfigError, match=f"{named}=.*in-the-way' is not a directory"):
+        Settings.from_env(env)
+
+
+def test_storage_roots_that_do_not_exist_yet_or_are_links_to_directories_are_fine(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    env = {
+        "SNAPSHOT_ROOT": str(tmp_path / "link" / "snaps"),
+        "MIRROR_ROOT": str(tmp_path / "new/m"),
+    }
+    s = Settings.from_env(env)
+    assert s.snapshot_root == tmp_path / "link" / "snaps"
+    assert s.mirror_root == tmp_path / "new" / "m"

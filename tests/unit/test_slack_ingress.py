@@ -20,7 +20,7 @@ import pytest
 
 from codeask.botconfig import BotConfig
 from codeask.job import Job
-from codeask.slack_ingress import Ack, handle
+from codeask.slack_ingress import Ack, handle, handle_interaction
 from codeask.state import StateStore
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -227,6 +227,30 @@ def test_only_the_bots_own_mention_is_removed_from_the_question(ingress: Ingress
     # Then the colleague's mention is still part of the question
     [job] = ingress.queued
     assert job.text == "why did <@U0ALICE> change the retry policy?"
+
+
+def test_without_authorizations_the_leading_mention_is_still_removed(ingress: Ingress) -> None:
+    # Given an envelope that does not say which user is the bot (no authorizations)
+    event = request(envelope(mention(), authorizations=None))
+
+    # When it is handled
+    ingress.deliver(event)
+
+    # Then the question is queued without the mention in front of it
+    [job] = ingress.queued
+    assert job.text == QUESTION
+
+
+def test_an_event_without_a_channel_is_ignored_as_incomplete(ingress: Ingress) -> None:
+    # Given a mention whose event lacks its channel
+    event = request(envelope(mention(channel=None)))
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then it is ignored (and the log says why), and nothing is queued
+    assert (ack.status, ack.outcome, ack.ignored) == (200, "ignored", "incomplete")
+    assert_nothing_happened(ingress)
 
 
 # -- 2. the body is exactly what Slack signed ---------------------------------------------------
@@ -536,6 +560,46 @@ def test_url_verification_answers_the_challenge(ingress: Ingress) -> None:
     assert ack.headers["content-type"] == "application/json"
     assert json.loads(ack.body) == {"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY"}
     assert_nothing_happened(ingress)
+
+
+def test_url_verification_without_a_challenge_echoes_an_empty_one(ingress: Ingress) -> None:
+    # Given a signed url_verification that carries no challenge
+    event = request({"type": "url_verification"})
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then the answer is still a JSON object with a (blank) string challenge, never null
+    assert ack.status == 200
+    assert json.loads(ack.body) == {"challenge": ""}
+    assert_nothing_happened(ingress)
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [("{not json", "body is not JSON"), ('["a", "list"]', "body is not a JSON object")],
+    ids=["not-json", "json-list"],
+)
+def test_a_signed_body_that_is_not_a_json_object_is_a_400_saying_so(
+    ingress: Ingress, body: str, text: str
+) -> None:
+    # Given a correctly signed request whose body is not a JSON object
+    event = request(body)
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then Slack gets a 400 that says what was wrong, and nothing is queued
+    assert (ack.status, ack.outcome, ack.body) == (400, "ignored", text)
+    assert_nothing_happened(ingress)
+
+
+def test_a_bad_signature_is_answered_with_a_plain_reason(ingress: Ingress) -> None:
+    # Given a request signed with another secret
+    ack = ingress.deliver(request(envelope(mention()), secret="someone-else"))
+
+    # Then the 401 says why in plain words
+    assert (ack.status, ack.body) == (401, "invalid signature")
 
 
 def test_an_unsigned_url_verification_is_rejected(ingress: Ingress) -> None:
@@ -908,6 +972,18 @@ def test_a_slack_connect_channel_is_refused_even_when_configured(ingress: Ingres
     assert ingress.queued == []
 
 
+def test_a_shared_flag_on_the_event_alone_is_refused_too(ingress: Ingress) -> None:
+    # Given a mention whose event (not its envelope) says the channel is shared
+    event = request(envelope(mention(is_ext_shared_channel=True)))
+
+    # When it is handled
+    ack = ingress.deliver(event)
+
+    # Then it is refused as shared and nothing is queued
+    assert (ack.status, ack.outcome, ack.refusal) == (200, "refused", "shared")
+    assert ingress.queued == []
+
+
 def test_a_channel_that_becomes_shared_refuses_the_next_question(ingress: Ingress) -> None:
     # Given a question in the configured channel was answered while it was internal
     first = ingress.deliver(request(envelope(mention(), "Ev0FIRST")))
@@ -977,4 +1053,66 @@ def test_a_failure_after_the_claim_releases_it_so_the_retry_is_processed(ingress
     assert ack.status == 500 and ingress.queued == []
     # And Slack's retry of the same event (fixed upstream) is queued, not dropped as a duplicate
     assert ingress.deliver(request(envelope(mention()), retry=1)).status == 200
+    assert len(ingress.queued) == 1
+
+
+# -- 👍/👎 buttons ----------------------------------------------------------------------------------
+
+VOTES = {"codeask_feedback_up": "up", "codeask_feedback_down": "down"}
+
+
+def press(store: StateStore, payload: dict[str, Any] | str) -> Ack:
+    """A signed interactivity request carrying `payload` (form-encoded), as Slack posts it."""
+    from urllib.parse import urlencode
+
+    raw = payload if isinstance(payload, str) else json.dumps(payload)
+    event = request(urlencode({"payload": raw}))
+    return handle_interaction(
+        event, signing_secret=SECRET, config=CONFIG, store=store, actions=VOTES, now=lambda: T0
+    )
+
+
+def button(
+    *, user: str | None = HUMAN, value: str | None = f"{CHANNEL}:{QUESTION_TS}"
+) -> dict[str, Any]:
+    action = {"action_id": "codeask_feedback_up", "type": "button", "value": value}
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM},
+        "user": {"id": user} if user else {},
+        "actions": [{k: v for k, v in action.items() if v is not None}],
+    }
+
+
+def test_a_button_payload_that_is_not_json_is_a_400_saying_so(store: StateStore) -> None:
+    ack = press(store, "{not json")
+    assert (ack.status, ack.outcome, ack.body) == (400, "ignored", "payload is not JSON")
+
+
+def test_a_vote_without_a_user_is_refused(store: StateStore) -> None:
+    ack = press(store, button(user=None))
+    assert (ack.status, ack.outcome, ack.refusal) == (200, "refused", "team")
+
+
+def test_a_vote_on_an_answer_never_recorded_is_ignored_as_unknown(store: StateStore) -> None:
+    ack = press(store, button())
+    assert (ack.status, ack.outcome, ack.ignored) == (200, "ignored", "unknown-answer")
+    assert store.votes() == []
+
+
+def test_a_button_without_a_value_is_not_a_vote(store: StateStore) -> None:
+    ack = press(store, button(value=None))
+    assert (ack.status, ack.outcome, ack.ignored) == (200, "ignored", "not-a-vote")
+    assert store.votes() == []
+
+
+def test_one_message_under_a_second_event_id_is_acknowledged_as_a_duplicate(
+    ingress: Ingress,
+) -> None:
+    # Given a question queued from its app_mention
+    assert ingress.deliver(request(envelope(mention(), "Ev0FIRST"))).outcome == "queued"
+    # When the same message arrives later under another event id
+    ack = ingress.deliver(request(envelope(mention(), "Ev0SECOND")))
+    # Then Slack gets a plain 200 duplicate and nothing more is queued
+    assert (ack.status, ack.outcome) == (200, "duplicate")
     assert len(ingress.queued) == 1

@@ -155,6 +155,7 @@ def test_markdown_link_text_and_target_are_one_citation(snap: Snapshot) -> None:
         ("worker.py:141", "billing/worker.py", "file", True),  # unique basename
         ("`posting.py`", "services/ledger/posting.py", "file", True),
         ("ledger/posting.py:2", "services/ledger/posting.py", "file", True),  # unique suffix
+        ("`app/[id]`", "web/app/[id]", "dir", False),  # a directory's unique suffix
         ("`__init__.py`", "__init__.py", "ambiguous", False),  # two exist
         ("settings.yaml:3", "settings.yaml", "ambiguous", False),
         ("settings.yaml:40", "settings.yaml", "ambiguous", False),  # fits one of the two
@@ -458,3 +459,38 @@ def test_a_path_with_spaces_in_backticks_carries_its_lines(
 ) -> None:
     m = only(verify_answer(f"The notes are in {written}.", snap))
     assert (m.path, m.start_line, m.end_line, m.reason) == ("docs/my notes.md", *lines, reason)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["It imports `@acme/ui/button.tsx` from the design system.", "It imports @acme/ui/button.tsx."],
+)
+def test_an_at_scoped_package_path_is_not_a_missing_file(snap: Snapshot, answer: str) -> None:
+    # Given an answer naming an npm-scoped module, which lives in node_modules, not the snapshot
+    # When it is verified
+    v = verify_answer(answer, snap)
+    # Then it is no mention at all, so nothing is flagged
+    assert v.mentions == []
+
+
+def test_a_code_span_that_only_starts_with_a_name_does_not_quote_it(snap: Snapshot) -> None:
+    # Given a capitalised `X.js` alone in a code span (a file claim) and one starting a command
+    alone = verify_answer("Run `Widget.js` to start.", snap)
+    command = verify_answer("Run `Widget.js --watch` to start.", snap)
+    # Then only the one standing alone is judged as a file (and is missing)
+    assert [(m.path, m.reason) for m in alone.mentions] == [
+        ("Widget.js", "no such file at a3f9c21")
+    ]
+    assert command.mentions == []
+
+
+def test_a_backticked_path_with_spaces_is_named_without_its_backticks(snap: Snapshot) -> None:
+    # Given a path with spaces in backticks and its line after the closing backtick
+    m = only(verify_answer("The notes are in `docs/my notes.md`:3.", snap))
+    # Then the mention reads as the plain citation
+    assert (m.text, m.path, m.start_line, m.verified) == (
+        "docs/my notes.md:3",
+        "docs/my notes.md",
+        3,
+        True,
+    )

@@ -91,9 +91,13 @@ class BotConfig:
         if not text.startswith("{"):
             path = Path(text).expanduser()
             try:
-                text = path.read_text()
+                text = path.read_text(encoding="utf-8")
             except OSError as e:
                 raise ConfigError(f"CODEASK_CONFIG names a file that cannot be read: {e}") from None
+            except UnicodeDecodeError as e:
+                raise ConfigError(
+                    f"CODEASK_CONFIG names a file that is not UTF-8 text (byte {e.start}): {path}"
+                ) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:

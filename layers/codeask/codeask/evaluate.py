@@ -47,9 +47,11 @@ class CaseResult:
 def load_cases(path: Path) -> list[Case]:
     """Read JSONL cases; every problem names its line."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise BadInput(f"cannot read {path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path} is not UTF-8 text (byte {e.start}); cases are JSON lines") from None
     cases: list[Case] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():

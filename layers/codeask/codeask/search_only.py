@@ -454,7 +454,8 @@ def _add_bodies(
     files: dict[str, list[str] | None] = {}
     for c in top:
         if c.path not in files:
-            files[c.path] = _raw_lines(toolbox, c.path)
+            # masked: a word inside a secret must not rank a body (a search never matches it)
+            files[c.path] = _lines(toolbox, c.path)
         lines = files[c.path]
         if not lines:
             continue

@@ -55,6 +55,26 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be on or off, got {raw!r}")
 
 
+def _storage_root(env: Mapping[str, str], name: str, default: Path) -> Path:
+    """A directory codeask writes below: what stands on its path must be a directory or absent,
+    so that a file or device there (or at XDG_CACHE_HOME) stops start-up with its name, not a
+    sync half-way with a raw OSError."""
+    path = Path(env.get(name) or default).expanduser()
+    for part in (path, *path.parents):
+        try:
+            if part.is_dir():
+                return path
+            if part.exists() or part.is_symlink():
+                source = name if env.get(name) else "XDG_CACHE_HOME or HOME"
+                raise ConfigError(
+                    f"{name}={str(path)!r}: {str(part)!r} is not a directory; "
+                    f"point {source} at a directory codeask may write in"
+                )
+        except OSError as e:  # a name too long, a loop of links: unusable all the same
+            raise ConfigError(f"{name}={str(path)!r} cannot be used: {e.strerror or e}") from None
+    return path
+
+
 def _url(value: str) -> str:
     if not value.startswith(("http://", "https://")):
         raise ConfigError(f"SLACK_API_URL must be an http(s) URL, got {value!r}")
@@ -114,8 +134,8 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         cache = _cache_home(env) / "codeask"
-        mirror_root = Path(env.get("MIRROR_ROOT") or cache / "mirrors").expanduser()
-        snapshot_root = Path(env.get("SNAPSHOT_ROOT") or cache / "snapshots").expanduser()
+        mirror_root = _storage_root(env, "MIRROR_ROOT", cache / "mirrors")
+        snapshot_root = _storage_root(env, "SNAPSHOT_ROOT", cache / "snapshots")
         rg_path = env.get("RG_PATH") or None
         if rg_path and not Path(rg_path).is_file():
             raise ConfigError(f"RG_PATH={rg_path!r} is not a file; point it at a ripgrep binary")

@@ -18,7 +18,7 @@ from codeask.filewindow import read_window
 from codeask.ops import logger
 from codeask.pathdisplay import display_path
 from codeask.pathglob import GlobError, select
-from codeask.redact import RedactionGate, mask_file
+from codeask.redact import RedactionGate, mask_file, scan
 from codeask.search import (
     BUDGET,
     RAW_MATCH_CAP,
@@ -33,6 +33,7 @@ from codeask.search import (
 from codeask.search.patterns import per_line
 from codeask.search.query import LargeFile, rg_globs
 from codeask.search.ripgrep import MAX_FILESIZE, clean_text, find_rg
+from codeask.search.unmasked import Hider, hider
 from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
@@ -63,6 +64,10 @@ def check_deadline(what: str) -> None:
     deadline = _DEADLINE.get()
     if deadline is not None and time.monotonic() > deadline:
         raise ToolTimeout(f"{what} ran out of time; narrow it with a path or a glob")
+
+
+def _search_deadline() -> None:
+    check_deadline("search_code")
 
 
 @dataclass
@@ -159,6 +164,7 @@ class Toolbox:
         self.calls: list[ToolCall] = []
         self.searches: list[str] = []
         self._lines_cache: dict[str, list[str] | None] = {}
+        self._shown_cache: dict[tuple[str, int], str | None] = {}
         # rows already shown to the model by path (search results, reads): a search does not
         # print a long body again
         self.shown_rows: dict[str, set[int]] = {}
@@ -346,6 +352,37 @@ class Toolbox:
         self._lines_cache[rel] = out
         return out
 
+    def shown_line(self, rel: str, line: int) -> str | None:
+        """Line `line` (from 1) of a file as the redaction gate lets it be seen (the whole-file
+        masking, then the gate's scanner), or None when it cannot be read."""
+        key = (rel, line)
+        if key in self._shown_cache:
+            return self._shown_cache[key]
+        out = None
+        try:
+            lines = self.lines(rel)
+            if (
+                lines is None
+            ):  # too large to load whole (or binary): its window, as read_file masks it
+                _, real = self.snapshot.resolve(rel)
+                lines = (
+                    []
+                    if is_binary(real)
+                    else read_window(real, rel, line, 1, check=_search_deadline).lines
+                )
+                line = 1
+            if 0 < line <= len(lines):
+                out = scan(lines[line - 1])[0]
+        except Exception:  # noqa: BLE001 - a line that cannot be judged hides its match
+            out = None
+        self._shown_cache[key] = out
+        return out
+
+    def _hider(self, prefix: str) -> Hider:
+        """What a search drops: matches only inside a secret the gate masks (unmasked.py), for
+        paths of the repo under `prefix`."""
+        return hider(lambda path, line: self.shown_line(prefix + path, line))
+
     # -- search_code -----------------------------------------------------------------------------
 
     def _search_code(self, args: dict[str, Any]) -> str:
@@ -377,7 +414,7 @@ class Toolbox:
         if len(snap.parts) == 1:
             return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches,
-                          max_filesize=self.large_file_bytes)  # fmt: skip
+                          max_filesize=self.large_file_bytes, hide=self._hider(""))  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
         rel = snap.normalise(path) if path else ""
         if rel:
@@ -388,7 +425,8 @@ class Toolbox:
             part, inner = target
             return search(part, self.rg, pattern, glob=_glob_in(glob, part.repo.name), path=inner,
                           stable=stable, timeout_s=self.search_timeout_s,
-                          max_matches=max_matches, max_filesize=self.large_file_bytes)  # fmt: skip
+                          max_matches=max_matches, max_filesize=self.large_file_bytes,
+                          hide=self._hider(f"{part.repo.name}/"))  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
             outcomes = list(pool.map(one, targets))

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from codeask.redact.confusables import fold
 from codeask.redact.encoded import decodes_to_credentials
 from codeask.redact.kinds import MARKER_PREFIX
 from codeask.redact.tokens import ALNUM, Span
@@ -81,7 +82,7 @@ def _is_secret_segment(segs: list[str], i: int) -> bool:
 @functools.lru_cache(maxsize=8192)
 def judge_name(name: str) -> NameVerdict | None:
     """Whether a key's name says it holds a secret, and whether a password."""
-    segs = _segments(name)
+    segs = _segments(fold(name))
     if not segs:
         return None
     last = segs[-1].rstrip("0123456789") or segs[-1]
@@ -119,7 +120,17 @@ _PLAIN = _NAME_CHARS | frozenset("/")
 # Randomness is judged on a prefix: enough to tell, and bounded work for a huge value.
 _SAMPLE = 256
 # Keys of these vendors are UUIDs, which are otherwise left alone as request ids.
-_UUID_KEYED = ("heroku", "snyk")
+# UUIDs are keys where the name says so: Heroku, Snyk, npm's legacy `_authToken`, UUID API keys.
+_UUID_KEYED = (
+    "heroku",
+    "snyk",
+    "authtoken",
+    "auth_token",
+    "auth-token",
+    "apikey",
+    "api_key",
+    "api-key",
+)
 
 
 def _entropy(value: str) -> float:
@@ -254,6 +265,9 @@ _LINE_LEAD = re.compile(
 _LINE_TAIL = re.compile(r"[ \t]*(?:[#;].*|\\)?\r?")
 
 
+_ENV_WORD = re.compile(r"[A-Z][A-Z0-9_]*=")
+
+
 def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
     """Whether an unquoted value is a literal by its syntax: `.env`/properties/YAML lines,
     Dockerfile ENV/ARG, shell export, query and connection strings and `--flag=value`, as
@@ -263,6 +277,12 @@ def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
     lead = text[text.rfind("\n", 0, name_start) + 1 : name_start]
     if lead.endswith("--"):
         return True
+    if _ENV_WORD.fullmatch(text, name_start, m.start("op") + 1) and (
+        name_start == 0 or text[name_start - 1] in " \t\"'="
+    ):
+        # An environment variable set as a word, `PGPASSWORD=x psql`, systemd's
+        # `Environment="DB_PASSWORD=x"`: code never names a variable in capitals with no spaces.
+        return m.start("uv") == m.end("op")
     line_end = text.find("\n", m.end())
     if _LINE_TAIL.fullmatch(text, m.end(), len(text) if line_end < 0 else line_end) is None:
         return False
@@ -335,7 +355,7 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
                 and not m.group("scheme")
             ):
                 continue  # `secretsmanager:GetSecretValue`, ARNs: a colon with no space is not YAML
-            name_start = _name_start(text, m.start())
+            name_start = _name_start(low, m.start())  # folded: `αpi_key`
             if op == ">" and (
                 name_start == 0 or text[name_start - 1] != "<" or not low.startswith("</", end)
             ):
@@ -358,7 +378,13 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
             if syntax == "hcl" and not quoted:
                 continue  # unquoted HCL is an expression: var.db_password, random_password.x
             config = syntax is not None and _leads_its_line(text, name_start, syntax)
-            literal = quoted or syntax is not None or _bare_literal_context(text, name_start, m)
+            # An XML element's text (<password>…</password>) is data, never a variable.
+            literal = (
+                quoted
+                or op == ">"
+                or syntax is not None
+                or _bare_literal_context(text, name_start, m)
+            )
             if is_secret_value(
                 value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
             ):
@@ -488,3 +514,55 @@ def curl_user_spans(text: str, low: str) -> Iterator[Span]:
             continue
         if _is_typed_password(m.group("v")):
             yield m.start("v"), m.end("v"), "basic-auth"
+
+
+# A password or token given as a command-line option with a space: `--password X`, `--token X`,
+# and the short forms of commands known to take one: `mysql -pX` (attached), `sshpass -p X`,
+# `docker login -p X` (and podman, helm registry, oras, buildah, skopeo).
+_OPTION = re.compile(
+    r"(?:^|(?<=[\s\"'(\[]))(?:--(?P<long>[a-z][a-z0-9-]*)[ \t]+"
+    r"|(?P<cmd>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t])-p(?=[^\s-])"
+    r"|(?P<cmd2>\b(?:sshpass|login)\b[^\n|;&]*?[ \t])-p[ \t]+)"
+    r"[\"']?(?P<v>[^\s\"'`;|&)-][^\s\"'`;|&)]*)",
+    re.MULTILINE,
+)
+
+
+def option_spans(text: str, low: str) -> Iterator[Span]:
+    """Secrets passed as command-line options (`--flag=value` is an assignment already)."""
+    if "-p" not in low and "--" not in low:
+        return
+    for m in _OPTION.finditer(text):
+        long = m.group("long")
+        value = m.group("v")
+        if long is not None:
+            # A flag may take no value (`--ask-vault-pass playbook.yml`): what follows must look
+            # like a secret by itself, as in code.
+            verdict = judge_name(long)
+            if verdict is None or not is_secret_value(
+                value, quoted=True, literal=True, name=verdict, config=False
+            ):
+                continue
+        elif not is_literal_value(value) or value.lower() in _NOT_A_PASSWORD or len(value) < 4:
+            continue
+        yield m.start("v"), m.end("v"), "secret-assignment"
+
+
+# .netrc entries, also written by scripts and Dockerfiles (`echo "machine h login u password p"`):
+# `machine HOST` (or `default`), any login/account words, then `password VALUE`, on one line or
+# several, as netrc's grammar has it.
+_NETRC = re.compile(
+    r"\b(?:machine[ \t\r\n]+[^\s\"'`]+|default)"
+    r"(?:[ \t\r\n]+(?:login|account)[ \t\r\n]+[^\s\"'`]+)*"
+    r"[ \t\r\n]+password[ \t]+(?P<v>[^\s\"'`]+)"
+)
+
+
+def netrc_spans(text: str, low: str) -> Iterator[Span]:
+    if "password" not in low:
+        return
+    for m in _NETRC.finditer(low):
+        start, end = m.span("v")
+        value = text[start:end]
+        if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
+            yield start, end, "secret-assignment"

@@ -12,6 +12,7 @@ from codeask.redact.assignments import (
     NameVerdict,
     is_secret_value,
     judge_name,
+    netrc_spans,
 )
 from codeask.redact.encoded import encoded_key_spans
 from codeask.redact.kinds import MARKER_PREFIX, count_markers, marker
@@ -383,6 +384,45 @@ def _block_value_pieces(lines: list[str], text: str, starts: list[int], syntax: 
     return pieces
 
 
+# A secret-named key whose value is a string over several lines: TOML's '''…''' and """…""",
+# HCL's heredocs (`password = <<EOT` … `EOT`, `<<-EOT` indented). Every line of the string is
+# the value, up to its closing delimiter.
+_MULTILINE_OPEN = {
+    "ini": re.compile(r"""[=:][ \t]*(?P<d>'''|"{3})""", re.MULTILINE),
+    "hcl": re.compile(r'=[ \t]*<<-?[ \t]*"?(?P<d>[A-Za-z_]\w*)"?[ \t]*\r?$', re.MULTILINE),
+}
+
+
+def _multiline_string_pieces(
+    lines: list[str], text: str, starts: list[int], syntax: str
+) -> list[Piece]:
+    """The lines of a multi-line string assigned to a secret-named key."""
+    pieces: list[Piece] = []
+    for m in _MULTILINE_OPEN[syntax].finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        entry = _entry(lines[i])
+        if entry is None or judge_name(entry.key) is None:
+            continue
+        delim = m.group("d")
+        heredoc = syntax == "hcl"
+        col = m.end() - starts[i]
+        for j in range(i, len(lines)):
+            line = lines[j].rstrip("\r")
+            if heredoc and j > i and line.strip(" \t") == delim:
+                break
+            end = len(line) if heredoc else line.find(delim, col)
+            stop = end >= 0
+            end = len(line) if end < 0 else end
+            content = line[col:end]
+            lead = len(content) - len(content.lstrip(" \t"))
+            if content.strip(" \t") and _secret_data_value(content.strip(" \t")):
+                pieces.append((j, col + lead, col + len(content.rstrip(" \t"))))
+            if stop and not heredoc:
+                break
+            col = 0
+    return pieces
+
+
 def _owned_value_pieces(lines: list[str], text: str, low: str, starts: list[int]) -> list[Piece]:
     """Values whose secret name sits on another line: `- name: DB_PASSWORD` / `value: …`,
     `DbPassword:` / `Default: …`, `variable "db_password" {` / `default = "…"`."""
@@ -443,6 +483,8 @@ def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
         pieces = _owned_value_pieces(split, masked, low, starts) if syntax != "ini" else []
         if syntax != "hcl":
             pieces += _block_value_pieces(split, masked, starts, syntax)
+        if syntax != "yaml":
+            pieces += _multiline_string_pieces(split, masked, starts, syntax)
         owned = _to_spans(starts, pieces, "secret-assignment")
     if syntax is not None:
         region = _Joined(masked, 0, len(masked))
@@ -451,6 +493,7 @@ def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
         for start, end in _continued_regions(masked):
             region = _Joined(masked, start, end)
             spans += region.original(find_spans(region.text))
+        spans += netrc_spans(masked, lowercase(masked))  # an entry over several lines
     spans += owned
     if spans:
         masked = replace(masked, settle(spans))

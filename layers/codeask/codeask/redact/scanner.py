@@ -9,9 +9,12 @@ from codeask.redact.assignments import (
     assignment_spans,
     curl_user_spans,
     env_instruction_spans,
+    netrc_spans,
+    option_spans,
     pair_spans,
     url_spans,
 )
+from codeask.redact.confusables import fold
 from codeask.redact.encoded import encoded_key_spans
 from codeask.redact.kinds import count_markers, marker
 from codeask.redact.pem import redact_pem
@@ -23,12 +26,12 @@ def lowercase(text: str) -> str:
     the other."""
     low = text.lower()
     if len(low) == len(text):
-        return low
+        return fold(low)  # `pаssword` with a Cyrillic а is found as a password's name
     # Only U+0130 (capital I with a dot) lowercases to two code points; as a plain i, positions hold.
     low = text.replace("\u0130", "i").lower()
     if len(low) == len(text):
-        return low
-    return "".join(c.lower() if c.isascii() else c for c in text)
+        return fold(low)
+    return fold("".join(c.lower() if c.isascii() else c for c in text))
 
 
 def find_spans(text: str, syntax: str | None = None) -> list[Span]:
@@ -41,6 +44,8 @@ def find_spans(text: str, syntax: str | None = None) -> list[Span]:
     found.extend(assignment_spans(text, low, syntax))
     found.extend(pair_spans(text, low, syntax))
     found.extend(env_instruction_spans(text, syntax))
+    found.extend(netrc_spans(text, low))
+    found.extend(option_spans(text, low))
     return found
 
 

@@ -16,6 +16,7 @@ from codeask.search.filekinds import file_kind, language_of
 from codeask.search.patterns import Pattern, is_identifier, word_fit
 from codeask.search.ranking import file_score, guess_kind, hit_score
 from codeask.search.ripgrep import MAX_FILESIZE, RawMatch, RgRun, run_rg
+from codeask.search.unmasked import Hider, show_all
 from codeask.snapshot import Snapshot, is_binary
 
 RAW_MATCH_CAP = 2500  # matches read from rg before it is stopped; ranking happens within these
@@ -160,12 +161,16 @@ def search(
     max_matches: int = RAW_MATCH_CAP,
     stable: bool = False,
     max_filesize: int = MAX_FILESIZE,
+    hide: Hider | None = None,
 ) -> SearchOutcome:
     """Run one search and rank it. Raises ToolRefused for a refused path, a bad glob or an
     invalid regex. Every rg run of the search shares one deadline, `timeout_s` from now.
 
     `stable` sorts rg's output by path (single-threaded, ~1.5x slower) so that when the raw cap
-    is hit, the same matches fill it every time: evaluations must be repeatable."""
+    is hit, the same matches fill it every time: evaluations must be repeatable.
+
+    `hide` drops, from every rg run of the search, the matches a redaction hides (unmasked.py):
+    nothing after (hits, counts, notes, lookups) can tell a secret matched."""
     deadline = time.monotonic() + timeout_s
     target = "."
     rel_path = None
@@ -186,22 +191,24 @@ def search(
             raise ToolRefused(f"bad glob {display_path(glob or '')!r}: {e}") from None
     globs = model_globs + snapshot.deny.rg_globs()
     extra = ["--sort", "path"] if stable else None
+    hide = hide or show_all
 
     def rg_run(text: str, ignore_case: bool, cap: int, one_file: str | None = None) -> RgRun:
         left = max(0.05, deadline - time.monotonic())
         if one_file is not None:  # a file over the size limit, named by itself
             return run_rg(rg, snapshot.root, text, target=one_file, ignore_case=ignore_case,
-                          max_matches=cap, timeout_s=left, max_filesize=1 << 62)  # fmt: skip
+                          max_matches=cap, timeout_s=left, max_filesize=1 << 62,
+                          keep=hide(text, ignore_case))  # fmt: skip
         return run_rg(rg, snapshot.root, text, target=target, globs=globs, extra_args=extra,
                       ignore_case=ignore_case, max_matches=cap, timeout_s=left,
-                      max_filesize=max_filesize)  # fmt: skip
+                      max_filesize=max_filesize, keep=hide(text, ignore_case))  # fmt: skip
 
     extra_timeout = min(timeout_s, EXTRA_TIMEOUT_S)
 
     def rg_all(text: str, ignore_case: bool, cap: int) -> tuple[list[RawMatch], bool]:
         r = run_rg(rg, snapshot.root, text, globs=snapshot.deny.rg_globs(), extra_args=extra,
                    ignore_case=ignore_case, max_matches=cap, timeout_s=extra_timeout,
-                   max_filesize=max_filesize)  # fmt: skip
+                   max_filesize=max_filesize, keep=hide(text, ignore_case))  # fmt: skip
         kept = [m for m in r.matches if not snapshot.deny.is_denied(m.path)]
         return kept, r.stopped_early or r.timed_out
 
@@ -266,7 +273,7 @@ def search(
         def word_run(word: str, cap: int) -> tuple[list[RawMatch], bool]:
             r = run_rg(rg, snapshot.root, word, target=target, globs=globs, ignore_case=True,
                        max_matches=cap, timeout_s=extra_timeout,
-                       max_filesize=max_filesize)  # fmt: skip
+                       max_filesize=max_filesize, keep=hide(word, True))  # fmt: skip
             return r.matches, r.stopped_early or r.timed_out
 
         _note_elsewhere(outcome, matches, unfiltered, word_run if not run.timed_out else None, pool)

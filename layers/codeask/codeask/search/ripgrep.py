@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,11 +118,13 @@ def run_rg(
     max_matches: int = 4000,
     timeout_s: float = 10.0,
     max_filesize: int = MAX_FILESIZE,
+    keep: Callable[[list[RawMatch]], list[RawMatch]] | None = None,
 ) -> RgRun:
     """Search `target` under `cwd` for `pattern`; raises ToolRefused with rg's message on a bad regex.
 
     rg's stdout is read as it comes and parsed record by record (`parse_record`), so the search can
-    stop as soon as `max_matches` are in, and is killed with its process group at the timeout."""
+    stop as soon as `max_matches` are in, and is killed with its process group at the timeout.
+    `keep` filters each batch before it counts (the matches a redaction hides never reach the cap)."""
     cmd = rg_command(
         rg, pattern, target=target, globs=globs, ignore_case=ignore_case, extra_args=extra_args,
         max_filesize=max_filesize,
@@ -153,7 +156,8 @@ def run_rg(
             chunk = os.read(fd, 65536)
             if not chunk:
                 break
-            out.matches += records.feed(chunk)
+            batch = records.feed(chunk)
+            out.matches += keep(batch) if keep is not None else batch
             if len(out.matches) >= max_matches:
                 out.stopped_early = True
                 _kill(proc)

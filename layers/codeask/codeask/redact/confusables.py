@@ -1,0 +1,21 @@
+"""Letters that look like ASCII (Cyrillic, Greek, fullwidth) folded to it, one for one, for names."""
+
+from __future__ import annotations
+
+# Only look-alikes a key name could be typed with by accident or on purpose (`pаssword` with a
+# Cyrillic а, `ｐａｓｓｗｏｒｄ` from a CJK input method); each maps to one character, so positions
+# in a folded text are the original's.
+_LOOK_ALIKES = {
+    **dict(zip("аеорсухѕіјԁһӏкԛԝ", "aeopcyxsijdhlkqw", strict=True)),
+    **dict(zip("АВЕКМНОРСТХЅІЈ", "ABEKMHOPCTXSIJ", strict=True)),
+    **dict(zip("αοριυκνχτ", "aopiukvxt", strict=True)),
+    **dict(zip("ΑΒΕΗΙΚΜΝΟΡΤΧΥΖ", "ABEHIKMNOPTXYZ", strict=True)),
+    # Fullwidth forms U+FF01..U+FF5E are ASCII U+0021..U+007E shifted.
+    **{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)},
+}
+FOLD = str.maketrans(_LOOK_ALIKES)
+
+
+def fold(text: str) -> str:
+    """`text` with look-alike letters as the ASCII they imitate; same length, same positions."""
+    return text if text.isascii() else text.translate(FOLD)

@@ -1,0 +1,222 @@
+"""Secret shapes a hostile review found leaking: multi-line strings, netrc entries, XML elements, UUID keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeask.redact import REDACTED, mask_file, scan
+
+# Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
+HUMAN = "Hd7Fj2" + "Kl5Zx9Cv"
+RANDOM = "Bn4Vc7" + "Xz2Lk9Jh"
+UUID = "a1b2c3d4-e5f6-7890-" + "abcd-ef1234567890"
+MARK = REDACTED.format(kind="secret-assignment")
+
+
+def masked(path: str, text: str) -> list[str]:
+    """What a tool shows of a file: masked as a whole by its path, then through the gate."""
+    lines = text.split("\n")
+    out, _ = mask_file(lines, path)
+    shown = scan("\n".join(out))[0].split("\n")
+    assert len(shown) == len(lines)
+    return shown
+
+
+def assert_only_secret_lines_changed(text: str, out: list[str], secrets: tuple[str, ...]) -> None:
+    assert not any(s in line for line in out for s in secrets), out
+    for before, after in zip(text.split("\n"), out, strict=True):
+        if any(s in before for s in secrets):
+            assert MARK in after, (before, after)
+        else:
+            assert after == before
+
+
+MULTILINE = [
+    ("conf/app.toml", f"[db]\npassword = '''{HUMAN}'''\nport = 5432"),
+    ("conf/app.toml", f'[db]\ntoken = """\n{RANDOM}"""\nport = 5432'),
+    ("conf/app.toml", f'[db]\napi_key = """{RANDOM}\n{HUMAN}\n"""\nport = 5432'),
+    ("conf/app.toml", f"[db]\r\nsecret = '''\r\n{RANDOM}\r\n'''\r\nport = 5432"),
+    ("main.tf", f'resource "x" "y" {{\n  master_password = <<EOT\n{HUMAN}\nEOT\n}}'),
+    ("main.tf", f'resource "x" "y" {{\n  password = <<-EOT\n    {HUMAN}\n    {RANDOM}\n  EOT\n}}'),
+    ("vars.hcl", f'client_secret = <<"END"\n{RANDOM}\nEND\nregion = "eu"'),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), MULTILINE)
+def test_a_multi_line_string_under_a_secret_name_is_masked_on_every_line(
+    path: str, text: str
+) -> None:
+    # Given a secret-named key whose value is a TOML multi-line string or an HCL heredoc
+    # When the file is masked
+    out = masked(path, text)
+
+    # Then no line of the value shows, the delimiters and other lines stay, line count kept
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+MULTILINE_KEPT = [
+    ("conf/app.toml", f'[x]\ndescription = """\n{RANDOM} is a sample\n"""'),
+    ("main.tf", f'resource "x" "y" {{\n  policy = <<EOT\n{RANDOM}\nEOT\n}}'),
+    ("main.tf", 'resource "x" "y" {\n  password = <<EOT\n${var.db_password}\nEOT\n}'),
+    ("conf/app.toml", '[x]\ntoken = """\n{{ .Values.token }}\n"""'),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), MULTILINE_KEPT)
+def test_multi_line_strings_of_ordinary_names_and_templates_stay(path: str, text: str) -> None:
+    assert masked(path, text) == text.split("\n")
+
+
+NETRC = [
+    ("conf/netrc", f"machine api.example.com login bob password {HUMAN}"),
+    ("conf/netrc", f"machine b.example.com\n  login alice\n  password {HUMAN}\nmachine c"),
+    ("_netrc", f"default login anonymous password {RANDOM}"),
+    ("ci/setup.sh", f'echo "machine git.example.com login ci password {RANDOM}" > ~/.netrc'),
+    ("Dockerfile", f"RUN printf 'machine h account a login u password {HUMAN}\\n' > /root/.netrc"),
+    ("docs/netrc.txt", f"machine h\r\n\tlogin u\r\n\tpassword {HUMAN}\r\n"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), NETRC)
+def test_a_netrc_password_is_masked_in_any_file(path: str, text: str) -> None:
+    # Given a .netrc entry, on one line or several, in a netrc copy, a script or a Dockerfile
+    out = masked(path, text)
+
+    # Then its password is masked where it stands, also when the line is scanned alone
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+    for line in text.split("\n"):
+        if "machine" in line and "password" in line:
+            assert not any(s in scan(line)[0] for s in (HUMAN, RANDOM)), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "machine h login u password $NETRC_PASSWORD",
+        "machine h login u password changeme",
+        "Reset the password in the login form.",
+        "the login password is asked for by the machine",
+    ],
+)
+def test_netrc_like_text_without_a_password_stays(text: str) -> None:
+    assert masked("notes/setup.md", text) == [text]
+
+
+XML = [
+    ("conf/web.xml", f"<config>\n  <password>{HUMAN}</password>\n</config>"),
+    ("settings.xml", f"<server>\n  <id>x</id>\n  <passphrase>{HUMAN}</passphrase>\n</server>"),
+    ("pom.xml", f"<properties>\r\n  <db.password>{HUMAN}</db.password>\r\n</properties>"),
+    ("app.config", f"<settings><keyPassword>{HUMAN}</keyPassword></settings>"),
+    ("beans.xml", f"<bean><clientSecret>{RANDOM}</clientSecret></bean>"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), XML)
+def test_an_xml_element_named_for_a_secret_has_its_text_masked(path: str, text: str) -> None:
+    # An element's text is data, however much it looks like an identifier
+    out = masked(path, text)
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<password>${env.DB_PASSWORD}</password>",
+        "<password>changeme</password>",
+        "<token>{{ .Values.token }}</token>",
+        "<passwordPolicy>Strict3Policy</passwordPolicy>",
+    ],
+)
+def test_xml_references_placeholders_and_non_secret_elements_stay(text: str) -> None:
+    assert masked("conf/web.xml", text) == [text]
+
+
+UUID_KEYS = [
+    ("conf/npmrc.txt", f"//registry.npmjs.org/:_authToken={UUID}"),
+    ("ci/publish.sh", f"set -e\nNPM_AUTH_TOKEN={UUID}"),
+    ("conf/settings.json", f'{{"auth_token": "{UUID}"}}'),
+    ("src/client.py", f'API_KEY = "{UUID}"'),
+    ("config/app.yaml", f"service:\n  api-key: {UUID}"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), UUID_KEYS)
+def test_a_uuid_under_an_auth_token_or_api_key_name_is_masked(path: str, text: str) -> None:
+    out = masked(path, text)
+    assert_only_secret_lines_changed(text, out, (UUID,))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'request_id = "{UUID}"',
+        f'idempotency_token = "{UUID}"',
+        f'key_id = "{UUID}"',
+    ],
+)
+def test_uuids_under_other_names_stay(text: str) -> None:
+    assert masked("src/client.py", text) == [text]
+
+
+COMMAND_LINES = [
+    ("deploy/run.sh", f"mysql -h db -uroot -p{HUMAN} app"),
+    ("README.md", f"    mysqldump -P 3306 -uroot -p{RANDOM} -e 'select 1'"),
+    ("deploy/run.sh", f"sshpass -p '{HUMAN}' ssh deploy@host"),
+    ("ci.yml", f"      - run: docker login -u ci -p {RANDOM} registry.example.com"),
+    ("deploy/run.sh", f"helm registry login r.example.com --username ci --password {RANDOM}"),
+    ("docs/ops.md", f"vault login --token {RANDOM}"),
+    ("deploy/run.sh", f"PGPASSWORD={HUMAN} psql -h db -U app"),
+    ("deploy/app.service", f'[Service]\nEnvironment="DB_PASSWORD={HUMAN}"'),
+    ("deploy/app.service", f"[Service]\nEnvironment=API_TOKEN={RANDOM}"),
+    ("Jenkinsfile", f"sh 'env DEPLOY_TOKEN={RANDOM} ./deploy.sh'"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), COMMAND_LINES)
+def test_secrets_on_command_lines_and_in_environment_words_are_masked(path: str, text: str) -> None:
+    # Given a password passed as a command's option or set as an environment word
+    out = masked(path, text)
+
+    # Then it is masked where it stands and the command around it stays readable
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh -p 2222 deploy@host",
+        "mysql -p app",
+        "ansible-vault edit --ask-vault-pass encrypted.yml",
+        "ansible-playbook -vvvvv --ask-vault-password test_vault.yml",
+        "docker login --password-stdin registry.example.com",
+        "vault login --token $VAULT_TOKEN",
+        'parser.add_argument("--password", help="the password")',
+        "connect(API_KEY=api_key)",
+        "export DB_PASSWORD=$(cat /run/secrets/db)",
+    ],
+)
+def test_flags_without_a_secret_and_code_stay(text: str) -> None:
+    assert masked("deploy/run.sh", text) == [text]
+
+
+LOOK_ALIKES = [
+    ("conf/app.yaml", "p\u0430ssword: " + HUMAN),  # Cyrillic а
+    ("conf/app.yaml", "db_p\u0430\u0455\u0455word: " + HUMAN),  # Cyrillic а and ѕ
+    ("conf/app.yaml", "\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44: " + HUMAN),  # fullwidth
+    ("src/app.py", 'API_T\u041eKEN = "' + RANDOM + '"'),  # Cyrillic capital О
+    ("conf/app.ini", "[db]\nse\u0441ret = " + RANDOM),  # Cyrillic с
+    ("conf/app.json", '{"\u03b1pi_key": "' + RANDOM + '"}'),  # Greek alpha
+]
+
+
+@pytest.mark.parametrize(("path", "text"), LOOK_ALIKES)
+def test_names_spelled_with_look_alike_letters_are_read_as_what_they_imitate(
+    path: str, text: str
+) -> None:
+    out = masked(path, text)
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+def test_look_alike_text_elsewhere_is_shown_as_written() -> None:
+    text = "описание: пароль не хранится здесь\nname: \uff41\uff50\uff50"
+    assert masked("conf/app.yaml", text) == text.split("\n")
