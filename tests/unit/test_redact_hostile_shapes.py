@@ -220,3 +220,36 @@ def test_names_spelled_with_look_alike_letters_are_read_as_what_they_imitate(
 def test_look_alike_text_elsewhere_is_shown_as_written() -> None:
     text = "описание: пароль не хранится здесь\nname: \uff41\uff50\uff50"
     assert masked("conf/app.yaml", text) == text.split("\n")
+
+
+DIRECTIVES = [
+    ("redis.conf", f"bind 127.0.0.1\nrequirepass {HUMAN}\nport 6379"),
+    ("redis.conf", f"masterauth {RANDOM}   # the primary's\nreplica-read-only yes"),
+    ("conf/app.conf", f"[db]\n  password {HUMAN}\n  user app"),
+    ("my.cnf", f"[client]\r\npassword {RANDOM}\r\nhost db"),
+    ("conf/app.cfg.example", f"auth_token {RANDOM}\ntimeout 30"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), DIRECTIVES)
+def test_a_config_directive_without_an_equals_sign_is_masked(path: str, text: str) -> None:
+    # Given a .conf-style `name value` line whose name says secret (redis's requirepass)
+    # When the file is masked
+    out = masked(path, text)
+
+    # Then its value is masked where it stood and every other line is shown as written
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+
+
+DIRECTIVES_KEPT = [
+    ("nginx.conf", "ssl_password_file /etc/nginx/pw.txt;\nlisten 443 ssl;"),
+    ("redis.conf", "requirepass\nport 6379"),  # no value
+    ("app.conf", f"password {HUMAN} {RANDOM}\nuser app"),  # several words: prose, not a value
+    ("app.conf", "password_hash_algorithm sha256\nauth_method md5"),
+    ("notes.py", f"password {HUMAN}\n"),  # code is judged by the assignment rules, not this one
+]
+
+
+@pytest.mark.parametrize(("path", "text"), DIRECTIVES_KEPT)
+def test_lines_that_only_look_like_directives_are_kept(path: str, text: str) -> None:
+    assert masked(path, text) == text.split("\n")

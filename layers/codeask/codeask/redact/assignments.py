@@ -446,9 +446,27 @@ _ENV_LEGACY = re.compile(
 )
 
 
+# Space-separated `name value` lines of .conf-style files (redis.conf's `requirepass x`, a
+# `password x` directive): exactly one name and one word on the line, a comment allowed after.
+_CONF_DIRECTIVE = re.compile(
+    r"^[ \t]*(?P<n>[A-Za-z_][\w.-]*)[ \t]+(?P<v>[^\s=:#;][^\s]*)[ \t]*(?:[#;][^\n]*)?\r?$",
+    re.MULTILINE,
+)
+
+
 def env_instruction_spans(text: str, syntax: str | None) -> Iterator[Span]:
-    """Dockerfile's `ENV NAME value`. Only mask_file runs it, knowing a Dockerfile by its name:
-    every Dockerfile line a tool shows comes from those masked lines."""
+    """Values set without '=' or ':': Dockerfile's `ENV NAME value`, and a config file's
+    `name value` directive. Only mask_file runs it, knowing the file's language by its name:
+    every such line a tool shows comes from those masked lines."""
+    if syntax == "ini":
+        for m in _CONF_DIRECTIVE.finditer(text):
+            verdict = judge_name(m.group("n"))
+            value = m.group("v")
+            if verdict is not None and is_secret_value(
+                value, quoted=False, literal=True, name=verdict, config=True
+            ):
+                yield m.start("v"), m.end("v"), "secret-assignment"
+        return
     if syntax != "dockerfile":
         return
     for m in _ENV_LEGACY.finditer(text):
