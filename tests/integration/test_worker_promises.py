@@ -154,10 +154,11 @@ def test_the_last_attempt_turns_its_own_message_into_the_polite_failure(
     # Then the last attempt is not handed back: the reply it showed now says it failed
     assert result == {"batchItemFailures": []}
     assert "something went wrong" in json.dumps(replies[0]["blocks"])
-    assert (
-        len(stack.slack.calls_to("chat.postMessage"))
-        + len(stack.slack.calls_to("chat.startStream"))
-        == 1
+    # and no second message was left: whether the answer streamed into a message of its own (the
+    # placeholder then goes) depends on how fast the fake model writes, so count what stayed
+    created = len(stack.slack.calls_to("chat.postMessage")) + len(
+        stack.slack.calls_to("chat.startStream")
     )
+    assert created - len(stack.slack.calls_to("chat.delete")) == 1
     state = store().get_answer(KEY)
     assert state is not None and state.status == AnswerStatus.ANSWERED
