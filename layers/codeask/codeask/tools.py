@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -32,7 +33,7 @@ from codeask.search import (
 )
 from codeask.search.patterns import per_line
 from codeask.search.query import LargeFile, rg_globs
-from codeask.search.ripgrep import MAX_FILESIZE, clean_text, find_rg
+from codeask.search.ripgrep import MAX_FILESIZE, clean_lines, find_rg
 from codeask.search.unmasked import Hider, hider
 from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
 
@@ -339,16 +340,11 @@ class Toolbox:
         if rel in self._lines_cache:
             return self._lines_cache[rel]
         _, real = self.snapshot.resolve(rel)
-        if real.stat().st_size > self.large_file_bytes:
-            return None  # never loaded whole; read_file streams a window of it
-        data = real.read_bytes()
-        if b"\x00" in data[:BINARY_SNIFF]:
-            out = None
-        else:
-            raw = data.split(b"\n") if data else []
-            if raw and raw[-1] == b"":
-                raw.pop()
-            out, _ = mask_file([clean_text(r) for r in raw], rel)
+        with open(real, "rb") as f:
+            if os.fstat(f.fileno()).st_size > self.large_file_bytes:
+                return None  # never loaded whole; read_file streams a window of it
+            data = f.read()
+        out = None if b"\x00" in data[:BINARY_SNIFF] else mask_file(clean_lines(data), rel)[0]
         self._lines_cache[rel] = out
         return out
 

@@ -72,6 +72,20 @@ def clean_text(raw: bytes) -> str:
     return "".join(ch if ch.isprintable() or ch == "\t" else "" for ch in text)
 
 
+def clean_lines(data: bytes) -> list[str]:
+    """A file's lines, each as `clean_text` makes it (a final newline ends the last line). A
+    file of valid UTF-8 with no control byte but newlines and tabs, the usual case, is decoded
+    in one piece: line by line costs 0.1 ms on a 50-line file, a search pays it per hit file."""
+    text = data.decode("utf-8", errors="replace")
+    if "\ufffd" not in text and text.replace("\n", "").replace("\t", "").isprintable():
+        lines = text.split("\n") if text else []
+    else:
+        lines = [clean_text(r) for r in data.split(b"\n")] if data else []
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def rg_command(
     rg: str,
     pattern: str,
