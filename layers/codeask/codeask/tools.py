@@ -416,14 +416,17 @@ class Toolbox:
         signs = self._signs.get(prefix)
         if signs is None:
             signs = self._signs[prefix] = Signs(self.rg, part.root, self.search_timeout_s)
+        admitted: set[str] = set()  # the search's runs meet the same files again
 
         def masked_line(m: RawMatch) -> str | None:
             if not signs.alone(m):
                 return self.shown_line(prefix + m.path, m.line)
-            try:
-                part.normalise(m.path)  # the deny-list and the scope, as reading it would
-            except ToolRefused:
-                return None
+            if m.path not in admitted:
+                try:
+                    part.normalise(m.path)  # the deny-list and the scope, as reading it would
+                except ToolRefused:
+                    return None
+                admitted.add(m.path)
             # The scanner is a function of the line alone, and a flood repeats lines (a licence
             # header's in every file).
             shown = self._scanned.get(m.text)
