@@ -72,9 +72,10 @@ class Signs:
     is the same either way, only slower."""
 
     BATCH_MIN = 128  # fewer new files are read in Python in less time than an rg lists them
+    TIMEOUT_S = 2.0  # a batch is listed in milliseconds; a stuck listing must not eat the search
 
     def __init__(self, rg: str, root: Path, timeout_s: float) -> None:
-        self.rg, self.root, self.timeout_s = rg, root, timeout_s
+        self.rg, self.root, self.timeout_s = rg, root, min(timeout_s, self.TIMEOUT_S)
         self._alone: set[str] = set()
         self._asked: set[str] = set()
         self._lock = threading.Lock()  # a search's rg runs judge their matches in parallel
