@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from codeask.denylist import DenyList
 from codeask.errors import BadInput
-from codeask.mirror import LocalSource, MirrorStore, RepoSpec
+from codeask.mirror import LocalSource, MirrorStore, RepoSpec, inplace
 from conftest import GitWorkTree, run_git
 from conftest import tree_state as state
 
@@ -287,3 +288,24 @@ def test_a_local_repository_is_always_as_current_as_itself(
 ) -> None:
     synced = store.last_synced_at(RepoSpec.parse(str(work.path)))
     assert synced is not None and datetime.now(UTC) - synced < timedelta(minutes=1)
+
+
+def test_an_object_folder_seen_clean_is_checked_again_once_it_changes(
+    work: GitWorkTree, tmp_path: Path
+) -> None:
+    # Given a repository whose object folders were found clean (and are remembered so)
+    assert inplace.fault(work.path) is None
+    loose = next(p for p in sorted((work.path / ".git/objects").glob("??/*")) if p.is_file())
+    folder_times = os.stat(loose.parent)
+
+    # When a loose object is then swapped for a symlink, its folder's mtime set back as it was
+    outside = tmp_path / loose.name
+    loose.rename(outside)
+    loose.symlink_to(outside)
+    os.utime(loose.parent, ns=(folder_times.st_atime_ns, folder_times.st_mtime_ns))
+
+    # Then the next check finds it
+    found = inplace.fault(work.path)
+    assert (
+        found == f".git/objects/{loose.parent.name}/{loose.name} is a symlink, not a regular file"
+    )
