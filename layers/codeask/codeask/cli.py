@@ -27,7 +27,7 @@ class _Terminal:
     def show(self, settled: Any) -> None:
         from codeask.holdback import marked
 
-        text = marked(settled.text, settled.verification)
+        text = marked(settled.text, settled.verification, settled.marks)
         if text.startswith(self.printed):
             sys.stdout.write(text[len(self.printed) :])
             sys.stdout.flush()
