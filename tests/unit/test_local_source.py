@@ -291,10 +291,13 @@ def test_a_local_repository_is_always_as_current_as_itself(
 
 
 def test_an_object_folder_seen_clean_is_checked_again_once_it_changes(
-    work: GitWorkTree, tmp_path: Path
+    work: GitWorkTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a repository whose object folders were found clean (and are remembered so)
+    # Given a repository whose object folders were found clean (and are remembered so, though
+    # they changed just now)
+    monkeypatch.setattr(inplace, "_SETTLED_NS", -(10**12))
     assert inplace.fault(work.path) is None
+    assert any(p.startswith(str(work.path)) for p in inplace._clean_folders)
     loose = next(p for p in sorted((work.path / ".git/objects").glob("??/*")) if p.is_file())
     folder_times = os.stat(loose.parent)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 # A FIFO (or a socket, or a device) where libgit2 reads a file blocks it forever; these are
@@ -12,9 +13,8 @@ from pathlib import Path
 _TOP_FILES = ("HEAD", "commondir", "gitdir", "index", "config.worktree")
 _COMMON_FILES = ("config", "packed-refs", "shallow", "info/exclude", "objects/info/alternates")
 _PSEUDO_REF = re.compile(r"^[A-Z_]+HEAD$")
-_FANOUT = re.compile(
-    r"^[0-9a-f]{2}$"
-)  # objects/ab/: the folder of loose objects whose id starts ab
+# objects/ab/: the folder of the loose objects whose ids start with ab
+_FANOUT = re.compile(r"^[0-9a-f]{2}$")
 _INCLUDE_SECTION = re.compile(r'(?i)^\s*\[\s*include(?:if\s+"[^"]*")?\s*\]')
 _SECTION = re.compile(r"^\s*\[")
 _PATH_KEY = re.compile(r"(?i)^\s*path\s*=\s*(.*?)\s*$")
@@ -24,6 +24,9 @@ _DEPTH_MAX = 5  # libgit2 follows alternates and includes no deeper either
 # Object folders (objects/pack, objects/ab) found to hold only regular files, by path, with the
 # (device, inode, ctime) they had then: thousands of loose objects are listed once, not per question.
 _clean_folders: dict[str, tuple[int, int, int]] = {}
+# A ctime is a coarse clock's: a change in the same tick as the listing keeps it. So a folder
+# changed this recently is listed again next time rather than remembered (as git's racy index).
+_SETTLED_NS = 2_000_000_000
 
 
 def fault(path: Path) -> str | None:
@@ -158,7 +161,8 @@ def _real_files(folder: os.DirEntry[str], where: str) -> str | None:
         if not entry.is_file(follow_symlinks=False):
             mode = entry.stat(follow_symlinks=False).st_mode
             return f"{where}/{entry.name} is {_kind(mode)}, not a regular file"
-    _clean_folders[folder.path] = seen
+    if time.time_ns() - st.st_ctime_ns > _SETTLED_NS:
+        _clean_folders[folder.path] = seen
     return None
 
 
