@@ -253,3 +253,100 @@ DIRECTIVES_KEPT = [
 @pytest.mark.parametrize(("path", "text"), DIRECTIVES_KEPT)
 def test_lines_that_only_look_like_directives_are_kept(path: str, text: str) -> None:
     assert masked(path, text) == text.split("\n")
+
+
+SETTINGS = [
+    ("ci/publish.sh", f"npm config set //registry.npmjs.org/:_authToken {RANDOM}"),
+    ("ci/publish.sh", f"npm config set -g _authToken={RANDOM}"),
+    ("README.md", f"```sh\nnpm config set //npm.pkg.github.com/:_authToken={RANDOM}\n```"),
+    ("Dockerfile", f"RUN yarn config set npmAuthToken {RANDOM} && yarn install"),
+    ("Dockerfile", f"RUN pnpm config set --location=project _password '{HUMAN}'"),
+    (".github/workflows/ci.yml", f"    steps:\n      - run: npm config set _authToken {RANDOM}"),
+    ("ci/setup.sh", f'git config --global http.extraheader "AUTHORIZATION: bearer {RANDOM}"'),
+    (
+        "docs/ci.md",
+        f"    git config --file .git/config http.extraheader 'Authorization: token {RANDOM}'",
+    ),
+    ("ci/setup.sh", f"aws configure set --profile prod aws_secret_access_key {RANDOM}"),
+    ("ci/setup.sh", f"poetry config pypi-token.private {RANDOM}"),
+    ("ci/setup.sh", f"composer config --global github-oauth.github.com {RANDOM}"),
+    ("docs/dev.md", f'dotnet user-secrets set "Db:Password" "{HUMAN}"'),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), SETTINGS)
+def test_a_config_setting_command_for_a_secret_name_has_its_value_masked(
+    path: str, text: str
+) -> None:
+    # Given a command that sets a secret-named key (or an auth header) to a literal value
+    out = masked(path, text)
+
+    # Then the value is masked where it stands, also when the line is scanned alone, and the
+    # command and its key stay readable
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+    for line in text.split("\n"):
+        assert not any(s in scan(line)[0] for s in (HUMAN, RANDOM)), line
+    assert any("config" in line or "user-secrets" in line for line in out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "npm config set registry https://registry.npmjs.org/",
+        "npm config set //registry.npmjs.org/:_authToken ${NPM_TOKEN}",
+        "npm config set //registry.npmjs.org/:_authToken $NPM_TOKEN",
+        "npm config get _authToken",
+        "npm config delete //registry.npmjs.org/:_authToken",
+        "yarn config set npmAlwaysAuth true",
+        'git config --global user.name "Jane Doe"',
+        "git config --global credential.helper store",
+        "git config --global credential.helper 'cache --timeout=3600'",
+        'git config --global http.extraheader "X-Request-Source: ci-pipeline-42"',
+        "git config --unset http.extraheader",
+        "aws configure set region eu-west-1",
+        "poetry config virtualenvs.in-project true",
+    ],
+)
+def test_config_commands_setting_ordinary_keys_stay(text: str) -> None:
+    assert masked("ci/setup.sh", text) == [text]
+    assert masked("docs/ci.md", text) == [text]
+
+
+PGPASS = [
+    (".pgpass", f"db.example.com:5432:app:appuser:{HUMAN}"),
+    ("deploy/pgpass", f"# prod\n*:*:*:postgres:{RANDOM}\nlocalhost:5432:*:app:{HUMAN}"),
+    ("conf/prod.pgpass", f"db\\:primary:5432:app:app:{HUMAN}\r\n"),  # an escaped colon
+    ("conf/prod.pgpass", f"db:5432:app:app:{HUMAN}:{RANDOM}"),  # a colon in the password
+    ("conf/.pgpass.example", "db:5432:app:app:!Qaz2wsx-" + HUMAN),
+    ("ci/setup.sh", f'echo "db:5432:app:ci:{RANDOM}" > ~/.pgpass && chmod 600 ~/.pgpass'),
+    ("Dockerfile", f"RUN printf '*:*:*:postgres:{HUMAN}\\n' >> /root/.pgpass"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), PGPASS)
+def test_a_pgpass_entrys_password_is_masked(path: str, text: str) -> None:
+    # Given `host:port:database:user:password` lines in a pgpass file, or written to one
+    out = masked(path, text)
+
+    # Then the password (all after the fourth unescaped colon) is masked; the rest stays readable
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+    for before, after in zip(text.split("\n"), out, strict=True):
+        if HUMAN in before or RANDOM in before:
+            fields = before.replace("\\:", "").split(":")
+            assert after.replace("\\:", "").split(":")[:4] == fields[:4]
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (".pgpass", "# hostname:port:database:username:password"),
+        (".pgpass", "db:5432:app:app:"),
+        (".pgpass", "db:5432:app:app:changeme"),
+        ("ci/setup.sh", 'echo "db:5432:app:ci:$PGPASSWORD" > ~/.pgpass'),
+        ("ci/setup.sh", "chmod 600 ~/.pgpass  # then: psql -h db -U app"),
+        ("conf/hosts.txt", "a:b:c:d:e5f6g7h8i9"),  # five fields, but not a pgpass file
+        ("src/time.py", "TIMES = ['10:20:30:40:50']"),
+    ],
+)
+def test_pgpass_look_alikes_stay(path: str, text: str) -> None:
+    assert masked(path, text) == text.split("\n")

@@ -12,6 +12,8 @@ from codeask.redact.assignments import (
     netrc_spans,
     option_spans,
     pair_spans,
+    pgpass_spans,
+    setting_spans,
     url_spans,
 )
 from codeask.redact.confusables import fold
@@ -46,6 +48,8 @@ def find_spans(text: str, syntax: str | None = None) -> list[Span]:
     found.extend(env_instruction_spans(text, syntax))
     found.extend(netrc_spans(text, low))
     found.extend(option_spans(text, low))
+    found.extend(setting_spans(text, low))
+    found.extend(pgpass_spans(text, low, syntax))
     return found
 
 
