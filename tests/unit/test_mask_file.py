@@ -59,6 +59,8 @@ POSITIVES = [
     pytest.param("config/app.yaml", f"db: {{user: app, password: {HUMAN}}}\n", id="yaml-flow-map"),
     pytest.param("config/app.yaml", f"api_token: {RANDOM}\n", id="yaml-token"),
     pytest.param("config/app.yaml", f"pass: correct horse {ALPHA}\n", id="yaml-passphrase"),
+    pytest.param("config/app.yaml", f"password: Hd7#{ALPHA}\n", id="yaml-hash-in-value"),
+    pytest.param("config/app.yaml", f'"db_password": {ALPHA}\n', id="yaml-quoted-key"),
     # INI, TOML and .properties
     pytest.param("config/app.ini", f"[db]\nhost = db\npassword = {HUMAN}\n", id="ini-spaces"),
     pytest.param("setup.cfg", f"[upload]\npassword={ALPHA}\n", id="ini-tight"),
@@ -82,6 +84,7 @@ POSITIVES = [
     # Dockerfile ENV / ARG
     pytest.param("Dockerfile", f"FROM python:3.13\nENV DB_PASSWORD={HUMAN}\n", id="docker-env"),
     pytest.param("Dockerfile", f"ENV DB_PASSWORD {HUMAN}\n", id="docker-env-legacy"),
+    pytest.param("Dockerfile", f"ENV NPM_TOKEN {RANDOM}\n", id="docker-env-legacy-token"),
     pytest.param("build/api.dockerfile", f"ARG NPM_TOKEN={RANDOM}\n", id="docker-arg"),
     pytest.param(
         "Dockerfile.prod", f"ENV LANG=C.UTF-8 DB_PASSWORD={HUMAN}\n", id="docker-env-pairs"

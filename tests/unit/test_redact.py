@@ -284,6 +284,56 @@ def test_random_literal_assigned_to_secret_name_loses_only_its_value(
     assert counts == {"secret-assignment": 1}
 
 
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        pytest.param("aws-secret-access-key: ", AWS_KEY_40, "aws-secret-key", id="aws-hyphens"),
+        pytest.param("aws --aws-secret-access-key=", AWS_KEY_40, "aws-secret-key", id="aws-flag"),
+        pytest.param("PGPASSWORD=", "Hd7Fj2" + "Kl5Zx9Cv", "secret-assignment", id="env-word"),
+        pytest.param("  env: [{name: DB_PASSWORD, value: ", HUMAN_PASSWORD, "secret-assignment",
+                     id="flow-pair-bare"),
+    ],
+)  # fmt: skip
+def test_secret_shapes_in_running_text_are_named_for_their_kind(
+    text: str, secret: str, kind: str
+) -> None:
+    # Given a secret in a shape whose syntax (not the file's name) says it is data: a hyphenated
+    # AWS name, an environment word before a command, a name/value pair with a bare value
+    line = text + secret + " psql -h db" if text.startswith("PG") else text + secret + "}]"
+
+    # When it is scanned as a tool shows it
+    out, counts = scan(line)
+
+    # Then the value alone is replaced, by the marker of its kind
+    assert out == line.replace(secret, marker(kind))
+    assert counts == {kind: 1}
+
+
+def test_a_dotted_capital_i_elsewhere_keeps_every_secret_in_place() -> None:
+    # Given a text with U+0130 (lowercased to two code points) before a secret assignment
+    # whose name is spelled with a Cyrillic capital О
+    text = '# \u0130stanbul office\nAPI_T\u041eKEN = "' + RANDOM_VALUE + '"\nport = 1'
+
+    # When it is scanned
+    out, counts = scan(text)
+
+    # Then exactly the value is replaced: the names are read at the right offsets
+    assert out == text.replace(RANDOM_VALUE, marker("secret-assignment"))
+    assert counts == {"secret-assignment": 1}
+
+
+def test_a_rejected_token_does_not_hide_the_next_one() -> None:
+    # Given an access-key-shaped run glued to a word (not a key), then a real one
+    text = "id: x" + AWS_ACCESS_KEY + "\nkey: " + AWS_ACCESS_KEY
+
+    # When it is scanned
+    out, counts = scan(text)
+
+    # Then the glued one stays and the real one is redacted
+    assert out == "id: x" + AWS_ACCESS_KEY + "\nkey: " + marker("aws-access-key")
+    assert counts == {"aws-access-key": 1}
+
+
 # --- Config shapes in tool output -----------------------------------------------------------
 
 
@@ -366,6 +416,20 @@ def test_basic_auth_credentials_are_recognised_by_decoding(
 
     # Then it is redacted as basic auth
     assert out == before + marker("basic-auth") + after
+    assert counts == {"basic-auth": 1}
+
+
+def test_credentials_are_decoded_to_their_last_character() -> None:
+    # Given basic auth whose base64 ends in `X` with no padding: the password is all in the
+    # last group of four characters, which a decoder that drops that group would not see
+    encoded = base64.b64encode(b"dev:pW").decode()
+    assert encoded.endswith("X")
+
+    # When it is scanned
+    out, counts = scan("Authorization: Basic " + encoded)
+
+    # Then it is read as the credentials it is
+    assert out == "Authorization: Basic " + marker("basic-auth")
     assert counts == {"basic-auth": 1}
 
 
@@ -474,6 +538,20 @@ def test_text_starting_inside_a_block_is_redacted_up_to_end(skip: int, eol: str)
 
     # Then the body lines and the END line are redacted and what follows is untouched
     assert out.split(eol) == [*[marker("private-key")] * len(tail), "after = 1"]
+    assert counts == {"private-key": 1}
+
+
+def test_a_key_body_read_from_mid_block_below_a_blank_line_is_redacted_to_its_end() -> None:
+    # Given a read that starts above a key's body: prose, a blank line, the body, END
+    label = private_label("RSA ")
+    lines = ["the key, as pasted:", "", *fake_key_body(), pem_line("END", label), "rest"]
+
+    # When it is scanned
+    out, counts = scan("\n".join(lines))
+
+    # Then the body and END are gone; the prose, the blank line and what follows stay
+    body = len(lines) - 4
+    assert out.split("\n") == [*lines[:2], *[marker("private-key")] * (body + 1), "rest"]
     assert counts == {"private-key": 1}
 
 
