@@ -194,6 +194,18 @@ def test_config_lines_that_hold_no_secret_are_left_alone(path: str, text: str) -
     assert counts == {}
 
 
+def test_a_legacy_env_value_is_masked_whole_whatever_letter_frames_it() -> None:
+    # Given `ENV NAME value` whose value starts and ends with the same letter (only a quote
+    # pair around a value is syntax)
+    token = "X" + RANDOM + "X"
+    out, counts = mask("Dockerfile", f"ENV NPM_TOKEN {token}\nENV B_TOKEN '{RANDOM}'")
+
+    # Then the unquoted value is masked whole, the quoted one inside its quotes
+    assert out == [f"ENV NPM_TOKEN {marker('secret-assignment')}",
+                   f"ENV B_TOKEN '{marker('secret-assignment')}'"]  # fmt: skip
+    assert counts == {"secret-assignment": 2}
+
+
 def test_the_same_line_in_code_is_judged_as_code() -> None:
     # Given `password = <word>` in Python, where a bare word is a variable, and in INI
     python_line = "password = s3cr3tPassw0rd"
@@ -464,6 +476,9 @@ data:
             id="include-with-literal-arguments",
         ),
         pytest.param("  config.json: {{ tpl .Values.config . | b64enc }}\n", id="tpl"),
+        pytest.param(
+            "  password: {{ .Values.auth.password\n    | b64enc }}\n", id="action-left-open"
+        ),
         pytest.param(
             "  config.ini: |\n    password = {{ .Values.db.password }}\n"
             "    {{- if .Values.tls }}\n    tls = {{ .Values.tls.mode | quote }}\n    {{- end }}\n",

@@ -165,6 +165,7 @@ def pem_block(algorithm: str = "RSA ", body: list[str] | None = None) -> list[st
         pytest.param(
             "url-password", "http://ci:", "whywouldyou" + "sendthisinclear", "@x.io", id="url-lower"
         ),
+        pytest.param("url-password", "http://ci:", "mellow" + "yello", "@x.io", id="url-11-lower"),
         pytest.param(
             "azure-storage-key",
             "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=",
@@ -555,6 +556,30 @@ def test_a_key_body_read_from_mid_block_below_a_blank_line_is_redacted_to_its_en
     assert counts == {"private-key": 1}
 
 
+@pytest.mark.parametrize("first", ["fragment", "one-line"])
+def test_a_second_key_fragment_right_after_a_key_is_redacted_from_its_first_line(
+    first: str,
+) -> None:
+    # Given a key (the end of one, or one escaped on one line), then at once the body of
+    # another key whose BEGIN was cut off
+    label = private_label("RSA ")
+    if first == "fragment":
+        before = [*fake_key_body()[5:], pem_line("END", label)]
+    else:
+        before = [json.dumps({"private_key": "\n".join(pem_block()) + "\n"})]
+    lines = [*before, *fake_key_body(seed=11), pem_line("END", label)]
+
+    # When it is scanned
+    out, _ = scan("\n".join(lines))
+
+    # Then no line of either key is left, the second key's first body line included
+    out_lines = out.split("\n")
+    assert len(out_lines) == len(lines)
+    assert out_lines[len(before) :] == [marker("private-key")] * (len(lines) - len(before))
+    assert not any(line in out for line in lines[len(before) :])
+    assert private_key_lines(lines) == set(range(len(lines)))
+
+
 def test_encrypted_legacy_key_seen_from_its_headers_is_redacted() -> None:
     # Given the middle of a legacy encrypted key: headers, a blank line, body, END
     label = private_label("RSA ")
@@ -686,6 +711,9 @@ LEAVE_ALONE = [
     "    api_key=api_key,",
     "auth_token=request.cookies.get('auth')",
     "postgres://user:password@localhost/db",
+    "key-" + "deadbeef" * 4,  # a word repeated, not a key: keys mix digits and letters
+    "mirror-eu-west" + ".atlas" + "v1." + "abcdefghij" * 6 + "abcdef",  # no 14-alnum frame
+    "redis://app:" + "lower" + "cased@cache:6379",  # ten lowercase letters: a docs example
     "url = f'postgres://{user}:{password}@{host}/db'",
     "xoxb-your-bot-token-here",
     "sk-some-very-long-kebab-case-identifier-name",

@@ -39,6 +39,7 @@ MULTILINE = [
     ("main.tf", f'resource "x" "y" {{\n  master_password = <<EOT\n{HUMAN}\nEOT\n}}'),
     ("main.tf", f'resource "x" "y" {{\n  password = <<-EOT\n    {HUMAN}\n    {RANDOM}\n  EOT\n}}'),
     ("vars.hcl", f'client_secret = <<"END"\n{RANDOM}\nEND\nregion = "eu"'),
+    ("vars.hcl", f"api_token = <<END\nWeekEND-{RANDOM}\nEND"),  # only a line of its own ends it
 ]
 
 
