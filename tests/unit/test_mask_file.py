@@ -275,6 +275,11 @@ OWNED = [
         f'environment = [\n  {{\n    name  = "DB_PASSWORD"\n    value = "{ALPHA}"\n  }}\n]\n',
         id="terraform-name-value",
     ),
+    pytest.param(
+        "pipeline.yaml",
+        f"params:\n  - default: {RANDOM}\n    name: api_token\n  - name: region\n",
+        id="list-item-named-below",
+    ),
 ]
 
 
@@ -289,6 +294,33 @@ def test_a_value_named_by_the_line_above_is_masked(path: str, text: str) -> None
     # Then the value is masked and its neighbours are not
     assert_masked(out, text, [secret], "secret-assignment")
     assert counts == {"secret-assignment": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            f"params:\n  - default: {RANDOM}\n  - name: api_token\n    default: eu-west-1\n",
+            id="next-list-items-name",
+        ),
+        pytest.param(
+            f"params:\n  - name: region\n    default: {RANDOM}\n  - name: api_token\n",
+            id="own-name-is-ordinary",
+        ),
+        pytest.param(
+            f"Parameters:\n  DbPassword:\n    Type: String\n  Region:\n    Default: {RANDOM}\n",
+            id="previous-mappings-name",
+        ),
+    ],
+)
+def test_a_value_is_not_named_by_a_neighbour_outside_its_own_mapping(text: str) -> None:
+    # Given a default whose own mapping or list item names nothing secret, beside one that does
+    # When the whole file is masked
+    out, counts = mask("pipeline.yaml", text)
+
+    # Then it is shown as written
+    assert out == text.split("\n")
+    assert counts == {}
 
 
 @pytest.mark.parametrize(
@@ -683,6 +715,29 @@ def test_a_wrapped_base64_key_is_masked_whichever_line_a_read_starts_at(start: i
     assert out[0] == lines[0] and out[-1] == lines[-1]
     assert out[1:-1] == [marker("private-key")] * (len(lines) - 2)
     assert not any(piece in "\n".join(shown) for piece in wrapped(KEY_B64))
+    assert counts == {"private-key": 1}
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2], ids=lambda n: f"{n}-bytes-more")
+@pytest.mark.parametrize("form", ["yaml-last-line", "json-quoted", "wrapped-last-line"])
+def test_a_base64_key_is_masked_to_its_last_character_and_padding(extra: int, form: str) -> None:
+    # Given a key base64-encoded with no, one or two `=` of padding, its run ending the text,
+    # a quoted JSON value, or the last line of a wrapped blob
+    blob = base64.b64encode((pem(PRIVATE) + "#" * extra).encode()).decode()
+    if form == "yaml-last-line":
+        lines, want = [f"  key: {blob}"], ["  key: " + marker("private-key")]
+    elif form == "json-quoted":
+        lines = ["{", f'  "key": "{blob}",', '  "id": 1', "}"]
+        want = ["{", f'  "key": "{marker("private-key")}",', '  "id": 1', "}"]
+    else:
+        lines = wrapped(blob)
+        want = [marker("private-key")] * len(lines)
+
+    # When the file is masked
+    out, counts = mask_file(lines, "deploy/key.txt")
+
+    # Then the whole run is the marker, its last character and padding included
+    assert out == want
     assert counts == {"private-key": 1}
 
 
