@@ -58,6 +58,8 @@ POSITIVES = [
     pytest.param("docker-compose.yml", f"env:\n  - DB_PASSWORD={HUMAN}\n", id="yaml-compose-env"),
     pytest.param("config/app.yaml", f"db: {{user: app, password: {HUMAN}}}\n", id="yaml-flow-map"),
     pytest.param("config/app.yaml", f"api_token: {RANDOM}\n", id="yaml-token"),
+    pytest.param("config/app.yaml", f"dbcreds: {RANDOM}\n", id="yaml-creds"),
+    pytest.param("config/app.ini", f"[db]\npassword = #{HUMAN}\n", id="ini-hash-first"),
     pytest.param("config/app.yaml", f"pass: correct horse {ALPHA}\n", id="yaml-passphrase"),
     pytest.param("config/app.yaml", f"password: Hd7#{ALPHA}\n", id="yaml-hash-in-value"),
     pytest.param("config/app.yaml", f'"db_password": {ALPHA}\n', id="yaml-quoted-key"),
@@ -136,6 +138,8 @@ NEGATIVES = [
     pytest.param("config/app.yaml", "password_min_length: 12\n", id="yaml-meta-name"),
     pytest.param("config/app.yaml", "passwordPolicy: strict\n", id="yaml-policy"),
     pytest.param("config/app.yaml", "password_file: /run/secrets/db\n", id="yaml-path"),
+    pytest.param("config/app.yaml", "password: ./secrets/db.txt\n", id="yaml-relative-path"),
+    pytest.param("config/app.yaml", f"sort_key: {RANDOM}\n", id="yaml-ordinary-key"),
     pytest.param("config/app.yaml", "token_url: https://auth.example.com/token\n", id="yaml-url"),
     pytest.param("config/app.yaml", "secretName: db-credentials\n", id="yaml-secret-name"),
     pytest.param("config/app.yaml", "auth: true\nauth_method: password\n", id="yaml-flags"),
@@ -160,6 +164,7 @@ NEGATIVES = [
     pytest.param("config/app.env.sample", "DB_PASSWORD=your-password-here\n", id="env-example"),
     pytest.param("config/app.env.sample", "DB_PASSWORD=${VAULT_PW}\n", id="env-reference"),
     pytest.param("Dockerfile", "ARG NPM_TOKEN\n", id="docker-arg-no-default"),
+    pytest.param("Dockerfile", "ENV LANG C.UTF-8\n", id="docker-env-legacy-ordinary"),
     pytest.param("Dockerfile", "ENV DB_PASSWORD=${DB_PASSWORD}\n", id="docker-ref"),
     pytest.param(
         "Dockerfile", "RUN --mount=type=secret,id=npm_token npm ci\n", id="docker-mount-secret"
@@ -467,6 +472,7 @@ def test_a_secrets_block_scalar_is_masked_line_by_line() -> None:
         ),
         pytest.param("kind: Secret\ntype: Opaque\ndata: {}\n", id="empty-data"),
         pytest.param("kind: Secret\nstringData:\n  password: ''\n", id="empty-value"),
+        pytest.param("kind: Secret\nstringData:\n  password: null\n", id="null-value"),
     ],
 )
 def test_config_maps_templates_and_empty_secrets_are_left_alone(text: str) -> None:
@@ -669,6 +675,20 @@ def test_an_escaped_backslash_at_the_end_of_a_line_joins_nothing() -> None:
 
 
 # --- Keys stored base64-encoded -------------------------------------------------------------------
+
+
+def test_a_slice_of_a_keys_body_shows_no_key_material() -> None:
+    # Given a file with a PEM private key, and a read of body lines only (no BEGIN or END)
+    lines = ["KEY = (", *pem(PRIVATE).rstrip("\n").split("\n"), ")", "x = 1"]
+
+    # When the file is masked and the slice passes the gate
+    out, counts = mask_file(lines, "src/keys.py")
+    shown, _ = scan("\n".join(out[3:6]))
+
+    # Then the key's lines are masked in the file itself, so the slice shows none of them
+    assert out[1:-2] == [marker("private-key")] * (len(lines) - 3)
+    assert shown == "\n".join([marker("private-key")] * 3)
+    assert counts == {"private-key": 1}
 
 
 def pem(label: str, seed: int = 3) -> str:

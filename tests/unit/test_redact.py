@@ -293,6 +293,8 @@ def test_random_literal_assigned_to_secret_name_loses_only_its_value(
         pytest.param("PGPASSWORD=", "Hd7Fj2" + "Kl5Zx9Cv", "secret-assignment", id="env-word"),
         pytest.param("  env: [{name: DB_PASSWORD, value: ", HUMAN_PASSWORD, "secret-assignment",
                      id="flow-pair-bare"),
+        pytest.param("  env: [{name: API_TOKEN, value: ", RANDOM_VALUE, "secret-assignment",
+                     id="flow-pair-bare-word"),
     ],
 )  # fmt: skip
 def test_secret_shapes_in_running_text_are_named_for_their_kind(
@@ -496,6 +498,7 @@ def test_pgp_private_key_block_is_redacted() -> None:
     # Then all key material is gone and the line count is unchanged
     assert counts == {"private-key": 1}
     assert out.count("\n") == len(block) - 1
+    assert out.split("\n") == [marker("private-key")] * len(block)
     assert not any(line and line in out for line in block[2:-1])
 
 
@@ -707,6 +710,7 @@ LEAVE_ALONE = [
     'author = "' + RANDOM_VALUE + '"',  # an author is no auth
     "max_tokens = 4096",
     "password = password2",
+    "password = hashedPassword2",  # in code, a bare word is a variable
     "token = access_token",
     "    api_key=api_key,",
     "auth_token=request.cookies.get('auth')",

@@ -9,6 +9,7 @@ from codeask.redact import REDACTED, mask_file, scan
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 HUMAN = "Hd7Fj2" + "Kl5Zx9Cv"
 RANDOM = "Bn4Vc7" + "Xz2Lk9Jh"
+LETTERS = "sunshine" + "lollipop"  # a typed password of letters only
 UUID = "a1b2c3d4-e5f6-7890-" + "abcd-ef1234567890"
 MARK = REDACTED.format(kind="secret-assignment")
 
@@ -165,6 +166,7 @@ COMMAND_LINES = [
     ("deploy/run.sh", f"sshpass -p '{HUMAN}' ssh deploy@host"),
     ("ci.yml", f"      - run: docker login -u ci -p {RANDOM} registry.example.com"),
     ("deploy/run.sh", f"helm registry login r.example.com --username ci --password {RANDOM}"),
+    ("deploy/run.sh", f"psql --username app --password {HUMAN}[0] --dbname app"),
     ("docs/ops.md", f"vault login --token {RANDOM}"),
     ("deploy/run.sh", f"PGPASSWORD={HUMAN} psql -h db -U app"),
     ("deploy/app.service", f'[Service]\nEnvironment="DB_PASSWORD={HUMAN}"'),
@@ -272,6 +274,7 @@ SETTINGS = [
     ("ci/setup.sh", f"poetry config pypi-token.private {RANDOM}"),
     ("ci/setup.sh", f"composer config --global github-oauth.github.com {RANDOM}"),
     ("docs/dev.md", f'dotnet user-secrets set "Db:Password" "{HUMAN}"'),
+    ("docs/dev.md", f'dotnet user-secrets set "Smtp:Password" "{LETTERS}"'),
 ]
 
 
@@ -284,9 +287,9 @@ def test_a_config_setting_command_for_a_secret_name_has_its_value_masked(
 
     # Then the value is masked where it stands, also when the line is scanned alone, and the
     # command and its key stay readable
-    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM, LETTERS))
     for line in text.split("\n"):
-        assert not any(s in scan(line)[0] for s in (HUMAN, RANDOM)), line
+        assert not any(s in scan(line)[0] for s in (HUMAN, RANDOM, LETTERS)), line
     assert any("config" in line or "user-secrets" in line for line in out)
 
 
@@ -315,6 +318,7 @@ def test_config_commands_setting_ordinary_keys_stay(text: str) -> None:
 
 PGPASS = [
     (".pgpass", f"db.example.com:5432:app:appuser:{HUMAN}"),
+    (".pgpass", f"db:5432:app:app:{HUMAN}XX  \nlocalhost:5432:*:app:{RANDOM}"),  # blanks after
     ("deploy/pgpass", f"# prod\n*:*:*:postgres:{RANDOM}\nlocalhost:5432:*:app:{HUMAN}"),
     ("conf/prod.pgpass", f"db\\:primary:5432:app:app:{HUMAN}\r\n"),  # an escaped colon
     ("conf/prod.pgpass", f"db:5432:app:app:{HUMAN}:{RANDOM}"),  # a colon in the password
@@ -335,6 +339,8 @@ def test_a_pgpass_entrys_password_is_masked(path: str, text: str) -> None:
         if HUMAN in before or RANDOM in before:
             fields = before.replace("\\:", "").split(":")
             assert after.replace("\\:", "").split(":")[:4] == fields[:4]
+            if path.endswith("pgpass") and not before.endswith("\r"):
+                assert after.rstrip(" ").endswith(MARK), after  # the password's last character too
 
 
 @pytest.mark.parametrize(
@@ -346,6 +352,7 @@ def test_a_pgpass_entrys_password_is_masked(path: str, text: str) -> None:
         ("ci/setup.sh", 'echo "db:5432:app:ci:$PGPASSWORD" > ~/.pgpass'),
         ("ci/setup.sh", "chmod 600 ~/.pgpass  # then: psql -h db -U app"),
         ("conf/hosts.txt", "a:b:c:d:e5f6g7h8i9"),  # five fields, but not a pgpass file
+        ("ci/setup.sh", f'echo "db:5432:app:ci:$PW" > ~/.pgpass\nRATIO=1:2:3:4:{HUMAN}'),
         ("src/time.py", "TIMES = ['10:20:30:40:50']"),
     ],
 )
