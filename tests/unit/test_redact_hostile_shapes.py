@@ -164,6 +164,7 @@ COMMAND_LINES = [
     ("deploy/run.sh", f"mysql -h db -uroot -p{HUMAN} app"),
     ("README.md", f"    mysqldump -P 3306 -uroot -p{RANDOM} -e 'select 1'"),
     ("deploy/run.sh", f"sshpass -p '{HUMAN}' ssh deploy@host"),
+    ("deploy/run.sh", f'sshpass -p "$OLD" true || sshpass -p {HUMAN} ssh deploy@host'),
     ("ci.yml", f"      - run: docker login -u ci -p {RANDOM} registry.example.com"),
     ("deploy/run.sh", f"helm registry login r.example.com --username ci --password {RANDOM}"),
     ("deploy/run.sh", f"psql --username app --password {HUMAN}[0] --dbname app"),
