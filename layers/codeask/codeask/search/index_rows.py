@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from codeask.search.definitions import extract
@@ -39,8 +40,9 @@ class FileRows:
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self._names: dict[str, str] = {}
-        self._scopes: dict[tuple[str, ...], str] = {}
+        # a name's or a scope's words, and how many: (text, count)
+        self._names: dict[str, tuple[str, int]] = {}
+        self._scopes: dict[tuple[str, ...], tuple[str, int]] = {}
 
     def add(self, task: Task, files: list[Row], defs: list[Row]) -> None:
         """Append the file's row and its definitions' rows; nothing for a binary, oversized or
@@ -62,41 +64,33 @@ class FileRows:
             return  # one odd file must not cost the whole index
         base = rel.rsplit("/", 1)[-1]
         bare = rel[: len(rel) - len(base)] + (base.rsplit(".", 1)[0] if "." in base[1:] else base)
-        path_words = " ".join(dict.fromkeys(tokens(bare)))
-        n_path = _count(path_words)
+        path_words, n_path = _words(dict.fromkeys(tokens(bare)))
         files.append((file_id, rel, file_kind(rel), path_words, blob))
-        for k, d in enumerate(found):
-            nw = self._name_words(d.name)
-            sw = self._scope_words(d.scope)
-            dw = _doc_words(d.doc)
-            n = _count(nw) + _count(sw) + _count(dw) + n_path
-            defs.append(((file_id << DEF_BITS) | k, file_id, d.line, d.end, d.kind, d.name, "\x1f".join(d.scope),
-                         nw, sw, dw, n))  # fmt: skip
-
-    def _name_words(self, name: str) -> str:
-        got = self._names.get(name)
-        if got is None:
-            got = self._names[name] = " ".join(tokens(name))
-        return got
-
-    def _scope_words(self, scope: tuple[str, ...]) -> str:
-        got = self._scopes.get(scope)
-        if got is None:
-            got = self._scopes[scope] = " ".join(tokens(" ".join(scope)))
-        return got
+        names, scopes = self._names, self._scopes
+        first = file_id << DEF_BITS
+        for k, (line, end, kind, name, scope, doc) in enumerate(found):
+            nw = names.get(name)
+            if nw is None:
+                nw = names[name] = _words(tokens(name))
+            sw = scopes.get(scope)
+            if sw is None:
+                sw = scopes[scope] = _words(tokens(" ".join(scope)))
+            dw = _doc_words(doc) if doc else ("", 0)
+            defs.append((first | k, file_id, line, end, kind, name, "\x1f".join(scope), nw[0], sw[0],
+                         dw[0], nw[1] + sw[1] + dw[1] + n_path))  # fmt: skip
 
 
-def _doc_words(doc: str) -> str:
-    if not doc:
-        return ""
+def _words(words: Iterable[str]) -> tuple[str, int]:
+    """Words as the index stores them (space-separated), and how many."""
+    listed = list(words)
+    return " ".join(listed), len(listed)
+
+
+def _doc_words(doc: str) -> tuple[str, int]:
     out = []
     for w in tokens(doc):
         if w not in DOC_STOP:
             out.append(w)
             if len(out) >= DOC_TOKENS:
                 break
-    return " ".join(out)
-
-
-def _count(words: str) -> int:
-    return words.count(" ") + 1 if words else 0
+    return " ".join(out), len(out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, wait
 
@@ -19,6 +20,7 @@ MAX_WORKERS = 8
 # checked often, big enough that the pipe's cost is small beside the parsing.
 CHUNK_BYTES = 256_000
 CHUNK_FILES = 200
+IN_FLIGHT = 2  # pieces sent to a worker ahead of its results
 
 
 def cpus() -> int:
@@ -64,7 +66,9 @@ def parse_in_workers(
         if languages.has_grammar(name) and name is not None:
             languages.load(name)
     ctx = multiprocessing.get_context("fork")  # Lambda has no /dev/shm: pipes, not a Pool's queues
-    out: dict[Connection, list[Task] | None] = {}
+    # Each worker has a piece waiting in its pipe while it parses another, so that it never idles
+    # while this process writes the rows it sent.
+    out: dict[Connection, deque[list[Task]]] = {}
     procs = []
     todo = iter(pieces)
     try:
@@ -74,39 +78,42 @@ def parse_in_workers(
             proc.start()
             theirs.close()  # so that a worker's death is seen as the end of its pipe
             procs.append(proc)
-            out[mine] = None
-            _send(mine, next(todo, None), out)
-        while any(piece is not None for piece in out.values()):
-            for conn in wait([c for c, piece in out.items() if piece is not None]):
+            out[mine] = deque()
+            for _ in range(IN_FLIGHT):
+                _send(mine, next(todo, None), out)
+        while any(out.values()):
+            for conn in wait([c for c, flying in out.items() if flying]):
                 assert isinstance(conn, Connection)
                 try:
                     files, defs = conn.recv()
                 except (EOFError, OSError) as e:
                     raise ChildProcessError(f"a parsing worker died: {e!r}") from e
-                piece = out[conn]
-                assert piece is not None
+                piece = out[conn].popleft()
+                _send(conn, next(todo, None), out)
                 yield piece, files, defs
                 if stop():
                     return
-                _send(conn, next(todo, None), out)
     finally:
+        abandoned = any(out.values())  # stopped early or failed: what the workers do is not wanted
         for conn in out:
-            with contextlib.suppress(OSError, ValueError):
-                conn.send(None)
+            if not abandoned:
+                with contextlib.suppress(OSError, ValueError):
+                    conn.send(None)
             conn.close()
         for proc in procs:
-            proc.join(timeout=1.0)
+            if not abandoned:
+                proc.join(timeout=1.0)
             if proc.is_alive():
                 proc.kill()
-                proc.join()
+            proc.join()
 
 
 def _send(
-    conn: Connection, piece: list[Task] | None, out: dict[Connection, list[Task] | None]
+    conn: Connection, piece: list[Task] | None, out: dict[Connection, deque[list[Task]]]
 ) -> None:
-    out[conn] = piece
     if piece is not None:
         conn.send(piece)
+        out[conn].append(piece)
 
 
 def _work(conn: Connection, root: str) -> None:
