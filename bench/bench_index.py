@@ -110,7 +110,8 @@ def run(tree: Path) -> list[dict]:
                      "ratio": round(b / w, 2), "a_s": round(b, 2), "b_s": round(w, 2),
                      "aim": "< 2x", "cpu_ratio": round(statistics.median(cpu_ratios), 2),
                      "cpu_s": round(statistics.median(cpu_s), 2),
-                     "runs": " ".join(f"{x / y:.2f}" for x, y in zip(builds, writes, strict=True)),
+                     "runs": ", ".join(f"{x / y:.2f}x ({x:.1f}/{y:.1f} s, {c:.1f} s CPU)"
+                                       for x, y, c in zip(builds, writes, cpu_s, strict=True)),
                      "note": f"{stats.workers} parsing process(es); parsing alone {f:.2f} s "
                      f"({f / w:.2f}x the write, one process); "
                      f"{stats.definitions} definitions, engine {stats.engine}"})  # fmt: skip

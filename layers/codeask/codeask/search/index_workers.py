@@ -33,7 +33,7 @@ def cpus() -> int:
 
 def workers_for(todo_bytes: int) -> int:
     """How many worker processes a build of this many bytes uses (1: none, it parses itself)."""
-    if todo_bytes < MIN_BYTES:
+    if todo_bytes < MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return max(1, min(cpus(), MAX_WORKERS))
 
