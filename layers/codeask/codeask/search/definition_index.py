@@ -85,11 +85,12 @@ class DefinitionIndex:
         fts5: bool | None = None,
         budget_s: float | None = None,
         slice_s: float | None = None,
+        workers: int | None = None,
     ) -> DefinitionIndex | BuildStats:
         """The snapshot's index, built now (see index_build.build), or the stats of a build that
         ran out of budget and left a partial index for the next one."""
         db, stats = index_build.build(
-            snapshot, target, fts5=fts5, budget_s=budget_s, slice_s=slice_s
+            snapshot, target, fts5=fts5, budget_s=budget_s, slice_s=slice_s, workers=workers
         )
         if not stats.complete:
             return stats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Any, NamedTuple
@@ -84,6 +85,14 @@ def extract(path: str, lines: list[str], source: bytes | None = None) -> list[De
 _local = threading.local()
 _queries: dict[str, Any] = {}
 _queries_lock = threading.Lock()
+
+
+def _unlock_after_fork() -> None:
+    global _queries_lock
+    _queries_lock = threading.Lock()  # another thread may have held it when a worker was forked
+
+
+os.register_at_fork(after_in_child=_unlock_after_fork)
 
 
 def _parser(grammar: str) -> Any:

@@ -12,29 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeask.search.definitions import extract
-from codeask.search.filekinds import file_kind
-from codeask.search.vocabulary import tokens
+from codeask.search import index_workers
+from codeask.search.index_rows import DEF_BITS, MAX_FILE_BYTES, FileRows, Row, Task
 from codeask.snapshot import Snapshot
 
 VERSION = "7"  # bump when what is indexed, or how, changes: older files are rebuilt, not reused
-MAX_FILE_BYTES = 4_000_000
-BINARY_SNIFF = 8000
-DOC_TOKENS = 60
 PARTIAL_SUFFIX = ".partial"  # an index cut short by its time budget, continued by the next build
 BATCH = 4000  # rows written per executemany
-# A definition's row id is its file's place in the snapshot's listing, shifted, plus its place in
-# the file: ids (and so ties in ranking) do not depend on which rows an earlier index supplied.
-DEF_BITS = 12  # MAX_PER_FILE + 1 definitions per file fit
 # Contentless: the words are only searched, never shown, so their text need not be stored.
 FTS5_OPTIONS = "content='', detail=full, tokenize='unicode61'"
-# Plain English that fills comments and docstrings but never tells two definitions apart.
-DOC_STOP = frozenset(
-    """the a an and or of to in is are be it this that for on as with by at from not if when
-    which can will was were has have had its into than then there these those but all any so
-    no such only may also should would could do does did been being our we you your they them
-    their he she his her i me my us""".split()
-)
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
     # `blob`: the file's git blob id, when the snapshot knows it (rows are reused by it)
@@ -60,6 +46,7 @@ class BuildStats:
     complete: bool = True
     parse_s: float = 0.0  # reading, parsing and tokenising the files not reused
     tables_s: float = 0.0  # the word tables and the file index, at the end
+    workers: int = 1  # processes that parsed (1: the building process itself)
 
 
 def fts5_available() -> bool:
@@ -83,6 +70,7 @@ def build(
     fts5: bool | None = None,
     budget_s: float | None = None,
     slice_s: float | None = None,
+    workers: int | None = None,
 ) -> tuple[sqlite3.Connection | None, BuildStats]:
     """Index `snapshot` into `target` (written beside it and renamed into place, so a reader never
     sees half an index), or into memory when `target` is None.
@@ -91,7 +79,9 @@ def build(
     of another commit beside it, by blob id) are copied, not parsed. With `budget_s`, parsing stops
     when the budget is spent, or after `slice_s` once the budget is seen to be too short for the
     rest: what was done is kept as a partial index for the next build, and the connection returned
-    is None. Otherwise it is a connection to the finished index (in memory when `target` is None)."""
+    is None. Otherwise it is a connection to the finished index (in memory when `target` is None).
+    `workers`: processes that parse (None: one per CPU for a big enough tree; the rows are the
+    same however many)."""
     started = time.perf_counter()
     use_fts5 = fts5_available() if fts5 is None else fts5
     tmp = None
@@ -104,7 +94,7 @@ def build(
     try:
         writer = _Writer(db, snapshot, use_fts5)
         writer.reuse(_donors(target) if target is not None else [])
-        writer.parse(started, budget_s, slice_s)
+        writer.parse(started, budget_s, slice_s, workers)
         stats = writer.finish(started)
         if tmp is None or target is None:
             return (db if stats.complete else None), stats
@@ -164,8 +154,6 @@ class _Writer:
         self.stats = BuildStats(engine="fts5" if use_fts5 else "tables")
         self.todo: list[tuple[str, int]] = []  # (path, size) of the files still to parse
         self.file_ids: dict[str, int] = {}  # a file's place in the snapshot's listing, from 1
-        self._names: dict[str, str] = {}
-        self._scopes: dict[tuple[str, ...], str] = {}
 
     # -- rows copied from earlier indexes ------------------------------------------------------------
 
@@ -226,79 +214,57 @@ class _Writer:
 
     # -- files parsed now ------------------------------------------------------------------------------
 
-    def parse(self, started: float, budget_s: float | None, slice_s: float | None) -> None:
-        """Parse what is left, in batches; stop early as `build` says."""
-        files: list[tuple[object, ...]] = []
-        defs: list[tuple[object, ...]] = []
+    def parse(
+        self, started: float, budget_s: float | None, slice_s: float | None, workers: int | None
+    ) -> None:
+        """Parse what is left, in this process or in `workers` processes (None: as many as the
+        CPUs when the files are big enough to be worth it); stop early as `build` says."""
         total = sum(size for _, size in self.todo) or 1
-        done_bytes = 0
+        tasks = [
+            (Task(rel, self.file_ids[rel], self.blobs.get(rel)), size) for rel, size in self.todo
+        ]
+        n = index_workers.workers_for(total) if workers is None else workers
         t0 = time.perf_counter()
-        done = 0
-        for rel, size in self.todo:
-            if budget_s is not None and done:  # each call parses one file at least
-                now = time.perf_counter()
-                spent = now - started
-                rate = done_bytes / max(now - t0, 1e-6)
-                projected = spent + (total - done_bytes) / max(rate, 1.0)
-                if spent >= budget_s or (
-                    projected > budget_s and slice_s is not None and spent >= slice_s
-                ):
+        progress = {"files": 0, "bytes": 0}
+
+        def stop() -> bool:
+            if budget_s is None or not progress["files"]:  # each call parses one file at least
+                return False
+            now = time.perf_counter()
+            spent = now - started
+            rate = progress["bytes"] / max(now - t0, 1e-6)
+            projected = spent + (total - progress["bytes"]) / max(rate, 1.0)
+            return spent >= budget_s or (
+                projected > budget_s and slice_s is not None and spent >= slice_s
+            )
+
+        files: list[Row] = []
+        defs: list[Row] = []
+        if n <= 1:
+            rows = FileRows(self.root)
+            for task, size in tasks:
+                if stop():
                     break
-            done += 1
-            done_bytes += size
-            self._one(rel, files, defs)
-            if len(defs) >= BATCH:
+                rows.add(task, files, defs)
+                progress["files"] += 1
+                progress["bytes"] += size
+                if len(defs) >= BATCH:
+                    self._flush(files, defs)
+            self._flush(files, defs)
+        else:
+            sizes = dict(self.todo)
+            pieces = index_workers.chunks(tasks)
+            for piece, files, defs in index_workers.parse_in_workers(self.root, pieces, n, stop):
                 self._flush(files, defs)
-        self._flush(files, defs)
+                progress["files"] += len(piece)
+                progress["bytes"] += sum(sizes[task.rel] for task in piece)
+        self.stats.workers = n
         self.stats.parse_s = time.perf_counter() - t0
-        self.stats.parsed = done
-        self.stats.todo = len(self.todo) - done
+        self.stats.parsed = progress["files"]
+        self.stats.todo = len(self.todo) - progress["files"]
         self.stats.complete = self.stats.todo == 0
 
-    def _one(
-        self, rel: str, files: list[tuple[object, ...]], defs: list[tuple[object, ...]]
-    ) -> None:
-        try:
-            with open(f"{self.root}/{rel}", "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
-        except OSError:
-            return
-        if b"\x00" in data[:BINARY_SNIFF] or len(data) > MAX_FILE_BYTES:
-            return
-        lines = data.decode("utf-8", "replace").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        try:
-            found = extract(rel, lines, data)
-        except (RecursionError, ValueError):
-            return  # one odd file must not cost the whole index
-        file_id = self.file_ids[rel]
-        base = rel.rsplit("/", 1)[-1]
-        bare = rel[: len(rel) - len(base)] + (base.rsplit(".", 1)[0] if "." in base[1:] else base)
-        path_words = " ".join(dict.fromkeys(tokens(bare)))
-        n_path = path_words.count(" ") + 1 if path_words else 0
-        files.append((file_id, rel, file_kind(rel), path_words, self.blobs.get(rel)))
-        for k, d in enumerate(found):
-            nw = self._name_words(d.name)
-            sw = self._scope_words(d.scope)
-            dw = _doc_words(d.doc)
-            n = _count(nw) + _count(sw) + _count(dw) + n_path
-            defs.append(((file_id << DEF_BITS) | k, file_id, d.line, d.end, d.kind, d.name, "\x1f".join(d.scope),
-                         nw, sw, dw, n))  # fmt: skip
-
-    def _name_words(self, name: str) -> str:
-        got = self._names.get(name)
-        if got is None:
-            got = self._names[name] = " ".join(tokens(name))
-        return got
-
-    def _scope_words(self, scope: tuple[str, ...]) -> str:
-        got = self._scopes.get(scope)
-        if got is None:
-            got = self._scopes[scope] = " ".join(tokens(" ".join(scope)))
-        return got
-
-    def _flush(self, files: list[tuple[object, ...]], defs: list[tuple[object, ...]]) -> None:
+    def _flush(self, files: list[Row], defs: list[Row]) -> None:
         self.db.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?)", files)
         self.db.executemany("INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", defs)
         files.clear()
@@ -349,19 +315,3 @@ def _postings(db: sqlite3.Connection) -> Iterator[tuple[str, int]]:
     for rowid, *cols in rows:
         for w in set(" ".join(cols).split()):
             yield w, rowid
-
-
-def _doc_words(doc: str) -> str:
-    if not doc:
-        return ""
-    out = []
-    for w in tokens(doc):
-        if w not in DOC_STOP:
-            out.append(w)
-            if len(out) >= DOC_TOKENS:
-                break
-    return " ".join(out)
-
-
-def _count(words: str) -> int:
-    return words.count(" ") + 1 if words else 0

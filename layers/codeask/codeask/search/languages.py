@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -290,6 +291,14 @@ NAMES = _f(
 _lock = threading.Lock()
 _languages: dict[str, Any] = {}
 _queries: dict[str, Any] = {}
+
+
+def _unlock_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it when an index worker was forked
+
+
+os.register_at_fork(after_in_child=_unlock_after_fork)
 
 
 def has_grammar(language: str | None) -> bool:

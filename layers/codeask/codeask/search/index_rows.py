@@ -1,0 +1,96 @@
+"""One file's rows in the definitions index: read, parsed, and its path, names, scopes and docs as words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from codeask.search.definitions import extract
+from codeask.search.filekinds import file_kind
+from codeask.search.vocabulary import tokens
+
+MAX_FILE_BYTES = 4_000_000
+BINARY_SNIFF = 8000
+DOC_TOKENS = 60
+# A definition's row id is its file's place in the snapshot's listing, shifted, plus its place in
+# the file: ids (and so ties in ranking) do not depend on which rows an earlier index supplied.
+DEF_BITS = 12  # MAX_PER_FILE + 1 definitions per file fit
+# Plain English that fills comments and docstrings but never tells two definitions apart.
+DOC_STOP = frozenset(
+    """the a an and or of to in is are be it this that for on as with by at from not if when
+    which can will was were has have had its into than then there these those but all any so
+    no such only may also should would could do does did been being our we you your they them
+    their he she his her i me my us""".split()
+)
+
+Row = tuple[object, ...]
+
+
+class Task(NamedTuple):
+    """A file to parse: its path, its id (its place in the snapshot's listing) and its blob id."""
+
+    rel: str
+    file_id: int
+    blob: str | None
+
+
+class FileRows:
+    """Turns files under one root into `files` and `defs` rows, remembering the words of names and
+    scopes seen before (a tree repeats them)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        # a name's or a scope's words, and how many: (text, count)
+        self._names: dict[str, tuple[str, int]] = {}
+        self._scopes: dict[tuple[str, ...], tuple[str, int]] = {}
+
+    def add(self, task: Task, files: list[Row], defs: list[Row]) -> None:
+        """Append the file's row and its definitions' rows; nothing for a binary, oversized or
+        unreadable file, or one the parser gives up on."""
+        rel, file_id, blob = task
+        try:
+            with open(f"{self.root}/{rel}", "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            return
+        if b"\x00" in data[:BINARY_SNIFF] or len(data) > MAX_FILE_BYTES:
+            return
+        lines = data.decode("utf-8", "replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        try:
+            found = extract(rel, lines, data)
+        except (RecursionError, ValueError):
+            return  # one odd file must not cost the whole index
+        base = rel.rsplit("/", 1)[-1]
+        bare = rel[: len(rel) - len(base)] + (base.rsplit(".", 1)[0] if "." in base[1:] else base)
+        path_words, n_path = _words(dict.fromkeys(tokens(bare)))
+        files.append((file_id, rel, file_kind(rel), path_words, blob))
+        names, scopes = self._names, self._scopes
+        first = file_id << DEF_BITS
+        for k, (line, end, kind, name, scope, doc) in enumerate(found):
+            nw = names.get(name)
+            if nw is None:
+                nw = names[name] = _words(tokens(name))
+            sw = scopes.get(scope)
+            if sw is None:
+                sw = scopes[scope] = _words(tokens(" ".join(scope)))
+            dw = _doc_words(doc) if doc else ("", 0)
+            defs.append((first | k, file_id, line, end, kind, name, "\x1f".join(scope), nw[0], sw[0],
+                         dw[0], nw[1] + sw[1] + dw[1] + n_path))  # fmt: skip
+
+
+def _words(words: Iterable[str]) -> tuple[str, int]:
+    """Words as the index stores them (space-separated), and how many."""
+    listed = list(words)
+    return " ".join(listed), len(listed)
+
+
+def _doc_words(doc: str) -> tuple[str, int]:
+    out = []
+    for w in tokens(doc):
+        if w not in DOC_STOP:
+            out.append(w)
+            if len(out) >= DOC_TOKENS:
+                break
+    return " ".join(out), len(out)
