@@ -652,3 +652,22 @@ def test_only_an_old_half_made_mirror_beside_it_counts_as_abandoned(
     removed = bare.clean_leftovers(mdir)
     # Then only the old one went
     assert (removed, fresh.exists(), old.exists()) == (1, True, False)
+
+
+def test_reclaiming_clears_trash_but_keeps_a_live_snapshots_spare(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a snapshot with a spare made of it, and a removal's trash left beside them
+    store = new_store(tmp_path, [])
+    spec = RepoSpec.parse(served.url)
+    snapshot = store.sync(spec).snapshot
+    assert store.prepare_next(spec, snapshot)
+    repo_dir = snapshot.root.parent
+    spares = sorted(p.name for p in repo_dir.iterdir() if p.name.startswith(".spare"))
+    (repo_dir / ".trash-abc" / "src").mkdir(parents=True)
+    # When room is reclaimed (nothing needed beyond the leftovers)
+    store.snapshots.reclaim(Free(0, 0))
+    # Then the trash is gone, and the snapshot and its spare are kept
+    names = sorted(p.name for p in repo_dir.iterdir())
+    assert ".trash-abc" not in names and snapshot.root.name in names
+    assert spares and set(spares) <= set(names)
