@@ -69,7 +69,24 @@ GROUPS: dict[str, Group] = {
             "tests/integration/test_streaming_slack.py",
         ),
     ),  # fmt: skip
-    "mirror": Group(("mirror/store.py",), ("tests/unit/test_mirror.py",)),
+    # The sync decisions: fetch only when the remote head moved, fall back to the last mirror
+    # (marked stale) or rebuild a damaged one (remote.py, bare.py), which snapshot to serve,
+    # reuse or prune (snapshots.py), and the entry points over them (store.py).
+    "mirror": Group(
+        ("mirror/store.py", "mirror/remote.py", "mirror/bare.py", "mirror/snapshots.py"),
+        (
+            "tests/unit/test_mirror.py",
+            "tests/unit/test_mirror_repair.py",
+            "tests/unit/test_disk_full.py",
+            "tests/unit/test_snapshot_incremental.py",
+            # The command line's messages: their log handler keeps the stderr of mutmut's first
+            # in-process pytest run, closed by its second; cli.py is not mutated here anyway.
+            "--deselect",
+            "tests/unit/test_disk_full.py::test_the_command_line_says_disk_full_in_one_line_and_exits_3",
+            "--deselect",
+            "tests/unit/test_mirror_repair.py::test_the_command_line_says_on_stderr_what_it_rebuilt",
+        ),
+    ),  # fmt: skip
 }
 
 # mutmut's exit codes per mutant (mutmut.stats.status_by_exit_code)

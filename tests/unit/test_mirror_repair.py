@@ -19,11 +19,11 @@ import pytest
 
 from codeask.denylist import DenyList
 from codeask.errors import RepoUnavailable
-from codeask.mirror import MirrorStore, Repair, RepoSpec
+from codeask.mirror import MirrorStore, Repair, RepoSpec, bare
 from codeask.mirror.manifest import MANIFEST_NAME, Manifest
 from codeask.mirror.space import Free
 from conftest import GitDaemon, GitWorkTree, tree_state
-from fakes.damage import MIRROR_DAMAGE, Damage, flip, prepare, replace, truncate
+from fakes.damage import MIRROR_DAMAGE, Damage, flip, loose, prepare, replace, truncate
 
 FORK = multiprocessing.get_context("fork")
 WAIT_S = 90.0
@@ -599,3 +599,75 @@ def test_a_damaged_local_repository_is_reported_and_left_as_it_is(
     assert "\n" not in str(raised.value)
     # and nothing in it was changed or reported as repaired
     assert tree_state(work.path) == before and repairs == []
+
+
+# ---- the checks a sync relies on, in this process (mutmut maps no forked child to them) -------
+
+
+def synced_mirror(served: Served, tmp_path: Path) -> Path:
+    store = new_store(tmp_path, [])
+    spec = RepoSpec.parse(served.url)
+    store.sync(spec)
+    return store.mirror_dir(spec)
+
+
+def test_loose_objects_holding_nul_bytes_are_sound_and_one_cut_short_is_named(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a mirror of a commit with a binary file, its objects loose
+    served.commit({"data.bin": "head\0body\0tail\n"})
+    mdir = synced_mirror(served, tmp_path)
+    prepare(mdir, "loose")
+    # Then it is sound as it is; and once that blob is cut short, the check names it
+    bare.check_sound(mdir)
+    blob = loose(mdir, "main:data.bin")
+    truncate(blob)
+    with pytest.raises(bare.Damaged) as caught:
+        bare.check_sound(mdir)
+    where = f"objects/{blob.parent.name}/{blob.name}"
+    assert caught.value.reason == f"the loose object {where} is damaged"
+
+
+def test_a_branch_ref_that_is_no_file_is_named_as_the_fault(served: Served, tmp_path: Path) -> None:
+    mdir = synced_mirror(served, tmp_path)
+    replace(mdir / "refs" / "heads" / "main", "fifo")
+    with pytest.raises(bare.Damaged) as caught:
+        bare.check_sound(mdir)
+    assert caught.value.reason == "refs/heads/main is not a regular file"
+
+
+def test_only_an_old_half_made_mirror_beside_it_counts_as_abandoned(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a mirror with two half-made ones beside it: one being made this very moment (a
+    # first sync elsewhere, without the lock) and one left two hours ago
+    mdir = synced_mirror(served, tmp_path)
+    fresh = mdir.parent / f".tmp-{mdir.name}-fresh"
+    old = mdir.parent / f".tmp-{mdir.name}-old"
+    for path in (fresh, old):
+        (path / "objects").mkdir(parents=True)
+    hours_ago = old.stat().st_mtime - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    # When leftovers are cleaned
+    removed = bare.clean_leftovers(mdir)
+    # Then only the old one went
+    assert (removed, fresh.exists(), old.exists()) == (1, True, False)
+
+
+def test_reclaiming_clears_trash_but_keeps_a_live_snapshots_spare(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a snapshot with a spare made of it, and a removal's trash left beside them
+    store = new_store(tmp_path, [])
+    spec = RepoSpec.parse(served.url)
+    snapshot = store.sync(spec).snapshot
+    assert store.prepare_next(spec, snapshot)
+    repo_dir = snapshot.root.parent
+    spares = sorted(p.name for p in repo_dir.iterdir() if p.name.startswith(".spare"))
+    (repo_dir / ".trash-abc" / "src").mkdir(parents=True)
+    # When room is reclaimed (nothing needed beyond the leftovers)
+    store.snapshots.reclaim(Free(0, 0))
+    # Then the trash is gone, and the snapshot and its spare are kept
+    names = sorted(p.name for p in repo_dir.iterdir())
+    assert ".trash-abc" not in names and snapshot.root.name in names
+    assert spares and set(spares) <= set(names)

@@ -657,3 +657,22 @@ def test_chunks_that_fit_one_message_share_it_and_more_go_on(make_answer: MakeAn
     msgs = render_answer(make_answer("\n\n".join(para)))
     assert len(msgs) == 2
     assert all(sum(block_chars(b) for b in m.blocks) <= MESSAGE_TEXT_BUDGET for m in msgs)
+
+
+def _paragraph(k: int, size: int) -> str:
+    """Prose of exactly `size` characters, one block on its own beside others of its size."""
+    head = f"Part {k}."
+    return head + (" retry" * size)[: size - len(head)]
+
+
+def test_a_continuation_leaves_room_for_its_label_in_the_text_budget(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given four blocks that fill the first message to the budget exactly, then a second
+    # message's worth that comes within a label's length of it (9,995 characters)
+    sizes = [2_500] * 4 + [2_500] * 3 + [2_495] + [2_500]
+    msgs = render_answer(make_answer("\n\n".join(_paragraph(k, n) for k, n in enumerate(sizes))))
+    # Then no message, its continuation label included, goes over the budget
+    assert len(msgs) == 3
+    assert all(sum(block_chars(b) for b in m.blocks) <= MESSAGE_TEXT_BUDGET for m in msgs)
+    assert_within_limits(msgs)

@@ -1116,3 +1116,23 @@ def test_one_message_under_a_second_event_id_is_acknowledged_as_a_duplicate(
     # Then Slack gets a plain 200 duplicate and nothing more is queued
     assert (ack.status, ack.outcome) == (200, "duplicate")
     assert len(ingress.queued) == 1
+
+
+def test_a_vote_on_a_recorded_answer_is_acknowledged_as_that_vote_and_stored(
+    store: StateStore,
+) -> None:
+    # Given an answer recorded the way the worker records one
+    key = f"{CHANNEL}:{QUESTION_TS}"
+    assert store.start_answer(key, "worker-1", stale_after_s=60) is not None
+    info = {"question": QUESTION, "answer": "In `billing/worker.py:6`.", "repos": "billing"}
+    store.finish_answer(key, ["1799999991.000200"], info)
+    # When someone presses 👎 and then 👍 on it
+    down = press(store, {**button(), "actions": [{"action_id": "codeask_feedback_down",
+                                                  "type": "button", "value": key}]})  # fmt: skip
+    up = press(store, button())
+    # Then each ack says which vote it was (the log and the FeedbackVotes metric read it)
+    assert (down.status, down.outcome, down.vote) == (200, "vote", "down")
+    assert (up.status, up.outcome, up.vote) == (200, "vote", "up")
+    # and the one person's vote is stored once, as the last one, about that answer
+    votes = store.votes()
+    assert [(v["user"], v["vote"], v["key"]) for v in votes] == [(HUMAN, "up", key)]
