@@ -266,14 +266,13 @@ def test_votes_on_an_answer_are_stored_with_what_it_was_about(
     assert all(v["sha"] == stack.repo.head() and v["voted_at"] > 0 for v in votes)
 
 
-def logged(out: str, message: str) -> list[dict[str, Any]]:
-    """The JSON log lines (powertools, on stdout) with this message."""
-    lines = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
-    return [ln for ln in lines if ln.get("message") == message]
+def logged(caplog: pytest.LogCaptureFixture, message: str) -> list[dict[str, Any]]:
+    """The fields of each log record with this message (what its JSON log line holds)."""
+    return [vars(r) for r in caplog.records if r.getMessage() == message]
 
 
 def test_the_workers_log_lines_name_the_job_by_its_ids_and_never_quote_it(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Given a job answered, and one that fails
     s = settings(monkeypatch, CODEASK_STREAM="off")
@@ -283,15 +282,15 @@ def test_the_workers_log_lines_name_the_job_by_its_ids_and_never_quote_it(
     failing = replace(job(), message_ts="1764430200.000100", event_id="Ev0DIRECT02")
     with pytest.raises(Exception, match="fatal_error"):
         answer(s, failing)
-    out = capfd.readouterr().out
     # Then the logs name each by its ids (README: Logs), and never hold the question or answer
-    [done] = logged(out, "answered")
+    [done] = logged(caplog, "answered")
     assert {k: done.get(k) for k in ("event_id", "channel", "thread_ts", "repo", "sha")} == {
         "event_id": "Ev0DIRECT01", "channel": CHANNEL, "thread_ts": THREAD, "repo": "billing",
         "sha": stack.repo.head()}  # fmt: skip
-    [failed] = logged(out, "answer failed")
+    [failed] = logged(caplog, "answer failed")
     assert (failed.get("event_id"), failed.get("channel")) == ("Ev0DIRECT02", CHANNEL)
-    assert "failed jobs retried" not in out and "retry_job" not in out
+    fields = json.dumps([{k: str(v) for k, v in r.items()} for r in (done, failed)])
+    assert "failed jobs retried" not in fields and "retry_job" not in fields
 
 
 def test_a_repo_that_cannot_be_read_ends_the_job_with_a_failure_that_says_why(
