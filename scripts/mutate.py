@@ -53,7 +53,14 @@ GROUPS: dict[str, Group] = {
         ("slack_ingress.py",),
         ("tests/unit/test_slack_ingress.py", "tests/integration/test_feedback.py"),  # votes
     ),
-    "redact": Group(("redact/*",), ("tests/unit/test_redact.py", "tests/unit/test_mask_file.py")),
+    "redact": Group(
+        ("redact/*",),
+        (
+            "tests/unit/test_redact.py",
+            "tests/unit/test_mask_file.py",
+            "tests/unit/test_redact_hostile_shapes.py",
+        ),
+    ),
     "worker": Group(
         ("worker.py", "state.py"),
         (

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from codeask.redact.assignments import judge_name
+
 # Isolated from the developer's and the CI machine's git configuration, hooks and signing.
 GIT_ENV = {
     **os.environ,
@@ -31,6 +33,13 @@ def examples(n: int) -> int:
     """Hypothesis examples for a property: all `n`, or a few under `make mutate`, where every
     mutant runs the property again (scripts/mutate.py sets CODEASK_MUTATE)."""
     return max(10, n // 20) if os.environ.get("CODEASK_MUTATE") else n
+
+
+@pytest.fixture(autouse=True)
+def _names_judged_afresh() -> None:
+    """Redaction caches its verdicts on key names; each test judges them with the code as it is
+    (under `make mutate`, a mutant's, not verdicts cached by the run that forked it)."""
+    judge_name.cache_clear()
 
 
 def run_git(*args: str | os.PathLike[str], cwd: Path | None = None) -> str:

@@ -58,7 +58,11 @@ POSITIVES = [
     pytest.param("docker-compose.yml", f"env:\n  - DB_PASSWORD={HUMAN}\n", id="yaml-compose-env"),
     pytest.param("config/app.yaml", f"db: {{user: app, password: {HUMAN}}}\n", id="yaml-flow-map"),
     pytest.param("config/app.yaml", f"api_token: {RANDOM}\n", id="yaml-token"),
+    pytest.param("config/app.yaml", f"dbcreds: {RANDOM}\n", id="yaml-creds"),
+    pytest.param("config/app.ini", f"[db]\npassword = #{HUMAN}\n", id="ini-hash-first"),
     pytest.param("config/app.yaml", f"pass: correct horse {ALPHA}\n", id="yaml-passphrase"),
+    pytest.param("config/app.yaml", f"password: Hd7#{ALPHA}\n", id="yaml-hash-in-value"),
+    pytest.param("config/app.yaml", f'"db_password": {ALPHA}\n', id="yaml-quoted-key"),
     # INI, TOML and .properties
     pytest.param("config/app.ini", f"[db]\nhost = db\npassword = {HUMAN}\n", id="ini-spaces"),
     pytest.param("setup.cfg", f"[upload]\npassword={ALPHA}\n", id="ini-tight"),
@@ -82,6 +86,7 @@ POSITIVES = [
     # Dockerfile ENV / ARG
     pytest.param("Dockerfile", f"FROM python:3.13\nENV DB_PASSWORD={HUMAN}\n", id="docker-env"),
     pytest.param("Dockerfile", f"ENV DB_PASSWORD {HUMAN}\n", id="docker-env-legacy"),
+    pytest.param("Dockerfile", f"ENV NPM_TOKEN {RANDOM}\n", id="docker-env-legacy-token"),
     pytest.param("build/api.dockerfile", f"ARG NPM_TOKEN={RANDOM}\n", id="docker-arg"),
     pytest.param(
         "Dockerfile.prod", f"ENV LANG=C.UTF-8 DB_PASSWORD={HUMAN}\n", id="docker-env-pairs"
@@ -133,6 +138,8 @@ NEGATIVES = [
     pytest.param("config/app.yaml", "password_min_length: 12\n", id="yaml-meta-name"),
     pytest.param("config/app.yaml", "passwordPolicy: strict\n", id="yaml-policy"),
     pytest.param("config/app.yaml", "password_file: /run/secrets/db\n", id="yaml-path"),
+    pytest.param("config/app.yaml", "password: ./secrets/db.txt\n", id="yaml-relative-path"),
+    pytest.param("config/app.yaml", f"sort_key: {RANDOM}\n", id="yaml-ordinary-key"),
     pytest.param("config/app.yaml", "token_url: https://auth.example.com/token\n", id="yaml-url"),
     pytest.param("config/app.yaml", "secretName: db-credentials\n", id="yaml-secret-name"),
     pytest.param("config/app.yaml", "auth: true\nauth_method: password\n", id="yaml-flags"),
@@ -157,6 +164,7 @@ NEGATIVES = [
     pytest.param("config/app.env.sample", "DB_PASSWORD=your-password-here\n", id="env-example"),
     pytest.param("config/app.env.sample", "DB_PASSWORD=${VAULT_PW}\n", id="env-reference"),
     pytest.param("Dockerfile", "ARG NPM_TOKEN\n", id="docker-arg-no-default"),
+    pytest.param("Dockerfile", "ENV LANG C.UTF-8\n", id="docker-env-legacy-ordinary"),
     pytest.param("Dockerfile", "ENV DB_PASSWORD=${DB_PASSWORD}\n", id="docker-ref"),
     pytest.param(
         "Dockerfile", "RUN --mount=type=secret,id=npm_token npm ci\n", id="docker-mount-secret"
@@ -189,6 +197,18 @@ def test_config_lines_that_hold_no_secret_are_left_alone(path: str, text: str) -
     # Then every line comes back as it was
     assert out == text.split("\n")
     assert counts == {}
+
+
+def test_a_legacy_env_value_is_masked_whole_whatever_letter_frames_it() -> None:
+    # Given `ENV NAME value` whose value starts and ends with the same letter (only a quote
+    # pair around a value is syntax)
+    token = "X" + RANDOM + "X"
+    out, counts = mask("Dockerfile", f"ENV NPM_TOKEN {token}\nENV B_TOKEN '{RANDOM}'")
+
+    # Then the unquoted value is masked whole, the quoted one inside its quotes
+    assert out == [f"ENV NPM_TOKEN {marker('secret-assignment')}",
+                   f"ENV B_TOKEN '{marker('secret-assignment')}'"]  # fmt: skip
+    assert counts == {"secret-assignment": 2}
 
 
 def test_the_same_line_in_code_is_judged_as_code() -> None:
@@ -260,6 +280,11 @@ OWNED = [
         f'environment = [\n  {{\n    name  = "DB_PASSWORD"\n    value = "{ALPHA}"\n  }}\n]\n',
         id="terraform-name-value",
     ),
+    pytest.param(
+        "pipeline.yaml",
+        f"params:\n  - default: {RANDOM}\n    name: api_token\n  - name: region\n",
+        id="list-item-named-below",
+    ),
 ]
 
 
@@ -274,6 +299,33 @@ def test_a_value_named_by_the_line_above_is_masked(path: str, text: str) -> None
     # Then the value is masked and its neighbours are not
     assert_masked(out, text, [secret], "secret-assignment")
     assert counts == {"secret-assignment": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            f"params:\n  - default: {RANDOM}\n  - name: api_token\n    default: eu-west-1\n",
+            id="next-list-items-name",
+        ),
+        pytest.param(
+            f"params:\n  - name: region\n    default: {RANDOM}\n  - name: api_token\n",
+            id="own-name-is-ordinary",
+        ),
+        pytest.param(
+            f"Parameters:\n  DbPassword:\n    Type: String\n  Region:\n    Default: {RANDOM}\n",
+            id="previous-mappings-name",
+        ),
+    ],
+)
+def test_a_value_is_not_named_by_a_neighbour_outside_its_own_mapping(text: str) -> None:
+    # Given a default whose own mapping or list item names nothing secret, beside one that does
+    # When the whole file is masked
+    out, counts = mask("pipeline.yaml", text)
+
+    # Then it is shown as written
+    assert out == text.split("\n")
+    assert counts == {}
 
 
 @pytest.mark.parametrize(
@@ -420,6 +472,7 @@ def test_a_secrets_block_scalar_is_masked_line_by_line() -> None:
         ),
         pytest.param("kind: Secret\ntype: Opaque\ndata: {}\n", id="empty-data"),
         pytest.param("kind: Secret\nstringData:\n  password: ''\n", id="empty-value"),
+        pytest.param("kind: Secret\nstringData:\n  password: null\n", id="null-value"),
     ],
 )
 def test_config_maps_templates_and_empty_secrets_are_left_alone(text: str) -> None:
@@ -461,6 +514,9 @@ data:
             id="include-with-literal-arguments",
         ),
         pytest.param("  config.json: {{ tpl .Values.config . | b64enc }}\n", id="tpl"),
+        pytest.param(
+            "  password: {{ .Values.auth.password\n    | b64enc }}\n", id="action-left-open"
+        ),
         pytest.param(
             "  config.ini: |\n    password = {{ .Values.db.password }}\n"
             "    {{- if .Values.tls }}\n    tls = {{ .Values.tls.mode | quote }}\n    {{- end }}\n",
@@ -621,6 +677,20 @@ def test_an_escaped_backslash_at_the_end_of_a_line_joins_nothing() -> None:
 # --- Keys stored base64-encoded -------------------------------------------------------------------
 
 
+def test_a_slice_of_a_keys_body_shows_no_key_material() -> None:
+    # Given a file with a PEM private key, and a read of body lines only (no BEGIN or END)
+    lines = ["KEY = (", *pem(PRIVATE).rstrip("\n").split("\n"), ")", "x = 1"]
+
+    # When the file is masked and the slice passes the gate
+    out, counts = mask_file(lines, "src/keys.py")
+    shown, _ = scan("\n".join(out[3:6]))
+
+    # Then the key's lines are masked in the file itself, so the slice shows none of them
+    assert out[1:-2] == [marker("private-key")] * (len(lines) - 3)
+    assert shown == "\n".join([marker("private-key")] * 3)
+    assert counts == {"private-key": 1}
+
+
 def pem(label: str, seed: int = 3) -> str:
     body = base64.b64encode(random.Random(seed).randbytes(600)).decode()
     lines = [body[i : i + 64] for i in range(0, len(body), 64)]
@@ -665,6 +735,29 @@ def test_a_wrapped_base64_key_is_masked_whichever_line_a_read_starts_at(start: i
     assert out[0] == lines[0] and out[-1] == lines[-1]
     assert out[1:-1] == [marker("private-key")] * (len(lines) - 2)
     assert not any(piece in "\n".join(shown) for piece in wrapped(KEY_B64))
+    assert counts == {"private-key": 1}
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2], ids=lambda n: f"{n}-bytes-more")
+@pytest.mark.parametrize("form", ["yaml-last-line", "json-quoted", "wrapped-last-line"])
+def test_a_base64_key_is_masked_to_its_last_character_and_padding(extra: int, form: str) -> None:
+    # Given a key base64-encoded with no, one or two `=` of padding, its run ending the text,
+    # a quoted JSON value, or the last line of a wrapped blob
+    blob = base64.b64encode((pem(PRIVATE) + "#" * extra).encode()).decode()
+    if form == "yaml-last-line":
+        lines, want = [f"  key: {blob}"], ["  key: " + marker("private-key")]
+    elif form == "json-quoted":
+        lines = ["{", f'  "key": "{blob}",', '  "id": 1', "}"]
+        want = ["{", f'  "key": "{marker("private-key")}",', '  "id": 1', "}"]
+    else:
+        lines = wrapped(blob)
+        want = [marker("private-key")] * len(lines)
+
+    # When the file is masked
+    out, counts = mask_file(lines, "deploy/key.txt")
+
+    # Then the whole run is the marker, its last character and padding included
+    assert out == want
     assert counts == {"private-key": 1}
 
 

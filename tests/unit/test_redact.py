@@ -165,6 +165,7 @@ def pem_block(algorithm: str = "RSA ", body: list[str] | None = None) -> list[st
         pytest.param(
             "url-password", "http://ci:", "whywouldyou" + "sendthisinclear", "@x.io", id="url-lower"
         ),
+        pytest.param("url-password", "http://ci:", "mellow" + "yello", "@x.io", id="url-11-lower"),
         pytest.param(
             "azure-storage-key",
             "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=",
@@ -284,6 +285,58 @@ def test_random_literal_assigned_to_secret_name_loses_only_its_value(
     assert counts == {"secret-assignment": 1}
 
 
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        pytest.param("aws-secret-access-key: ", AWS_KEY_40, "aws-secret-key", id="aws-hyphens"),
+        pytest.param("aws --aws-secret-access-key=", AWS_KEY_40, "aws-secret-key", id="aws-flag"),
+        pytest.param("PGPASSWORD=", "Hd7Fj2" + "Kl5Zx9Cv", "secret-assignment", id="env-word"),
+        pytest.param("  env: [{name: DB_PASSWORD, value: ", HUMAN_PASSWORD, "secret-assignment",
+                     id="flow-pair-bare"),
+        pytest.param("  env: [{name: API_TOKEN, value: ", RANDOM_VALUE, "secret-assignment",
+                     id="flow-pair-bare-word"),
+    ],
+)  # fmt: skip
+def test_secret_shapes_in_running_text_are_named_for_their_kind(
+    text: str, secret: str, kind: str
+) -> None:
+    # Given a secret in a shape whose syntax (not the file's name) says it is data: a hyphenated
+    # AWS name, an environment word before a command, a name/value pair with a bare value
+    line = text + secret + " psql -h db" if text.startswith("PG") else text + secret + "}]"
+
+    # When it is scanned as a tool shows it
+    out, counts = scan(line)
+
+    # Then the value alone is replaced, by the marker of its kind
+    assert out == line.replace(secret, marker(kind))
+    assert counts == {kind: 1}
+
+
+def test_a_dotted_capital_i_elsewhere_keeps_every_secret_in_place() -> None:
+    # Given a text with U+0130 (lowercased to two code points) before a secret assignment
+    # whose name is spelled with a Cyrillic capital О
+    text = '# \u0130stanbul office\nAPI_T\u041eKEN = "' + RANDOM_VALUE + '"\nport = 1'
+
+    # When it is scanned
+    out, counts = scan(text)
+
+    # Then exactly the value is replaced: the names are read at the right offsets
+    assert out == text.replace(RANDOM_VALUE, marker("secret-assignment"))
+    assert counts == {"secret-assignment": 1}
+
+
+def test_a_rejected_token_does_not_hide_the_next_one() -> None:
+    # Given an access-key-shaped run glued to a word (not a key), then a real one
+    text = "id: x" + AWS_ACCESS_KEY + "\nkey: " + AWS_ACCESS_KEY
+
+    # When it is scanned
+    out, counts = scan(text)
+
+    # Then the glued one stays and the real one is redacted
+    assert out == "id: x" + AWS_ACCESS_KEY + "\nkey: " + marker("aws-access-key")
+    assert counts == {"aws-access-key": 1}
+
+
 # --- Config shapes in tool output -----------------------------------------------------------
 
 
@@ -369,6 +422,20 @@ def test_basic_auth_credentials_are_recognised_by_decoding(
     assert counts == {"basic-auth": 1}
 
 
+def test_credentials_are_decoded_to_their_last_character() -> None:
+    # Given basic auth whose base64 ends in `X` with no padding: the password is all in the
+    # last group of four characters, which a decoder that drops that group would not see
+    encoded = base64.b64encode(b"dev:pW").decode()
+    assert encoded.endswith("X")
+
+    # When it is scanned
+    out, counts = scan("Authorization: Basic " + encoded)
+
+    # Then it is read as the credentials it is
+    assert out == "Authorization: Basic " + marker("basic-auth")
+    assert counts == {"basic-auth": 1}
+
+
 def test_curl_user_flag_password_is_redacted() -> None:
     out, counts = scan("curl -u deploy:" + HUMAN_PASSWORD + " https://ci.example/api")
     assert out == "curl -u deploy:" + marker("basic-auth") + " https://ci.example/api"
@@ -431,6 +498,7 @@ def test_pgp_private_key_block_is_redacted() -> None:
     # Then all key material is gone and the line count is unchanged
     assert counts == {"private-key": 1}
     assert out.count("\n") == len(block) - 1
+    assert out.split("\n") == [marker("private-key")] * len(block)
     assert not any(line and line in out for line in block[2:-1])
 
 
@@ -475,6 +543,44 @@ def test_text_starting_inside_a_block_is_redacted_up_to_end(skip: int, eol: str)
     # Then the body lines and the END line are redacted and what follows is untouched
     assert out.split(eol) == [*[marker("private-key")] * len(tail), "after = 1"]
     assert counts == {"private-key": 1}
+
+
+def test_a_key_body_read_from_mid_block_below_a_blank_line_is_redacted_to_its_end() -> None:
+    # Given a read that starts above a key's body: prose, a blank line, the body, END
+    label = private_label("RSA ")
+    lines = ["the key, as pasted:", "", *fake_key_body(), pem_line("END", label), "rest"]
+
+    # When it is scanned
+    out, counts = scan("\n".join(lines))
+
+    # Then the body and END are gone; the prose, the blank line and what follows stay
+    body = len(lines) - 4
+    assert out.split("\n") == [*lines[:2], *[marker("private-key")] * (body + 1), "rest"]
+    assert counts == {"private-key": 1}
+
+
+@pytest.mark.parametrize("first", ["fragment", "one-line"])
+def test_a_second_key_fragment_right_after_a_key_is_redacted_from_its_first_line(
+    first: str,
+) -> None:
+    # Given a key (the end of one, or one escaped on one line), then at once the body of
+    # another key whose BEGIN was cut off
+    label = private_label("RSA ")
+    if first == "fragment":
+        before = [*fake_key_body()[5:], pem_line("END", label)]
+    else:
+        before = [json.dumps({"private_key": "\n".join(pem_block()) + "\n"})]
+    lines = [*before, *fake_key_body(seed=11), pem_line("END", label)]
+
+    # When it is scanned
+    out, _ = scan("\n".join(lines))
+
+    # Then no line of either key is left, the second key's first body line included
+    out_lines = out.split("\n")
+    assert len(out_lines) == len(lines)
+    assert out_lines[len(before) :] == [marker("private-key")] * (len(lines) - len(before))
+    assert not any(line in out for line in lines[len(before) :])
+    assert private_key_lines(lines) == set(range(len(lines)))
 
 
 def test_encrypted_legacy_key_seen_from_its_headers_is_redacted() -> None:
@@ -604,10 +710,14 @@ LEAVE_ALONE = [
     'author = "' + RANDOM_VALUE + '"',  # an author is no auth
     "max_tokens = 4096",
     "password = password2",
+    "password = hashedPassword2",  # in code, a bare word is a variable
     "token = access_token",
     "    api_key=api_key,",
     "auth_token=request.cookies.get('auth')",
     "postgres://user:password@localhost/db",
+    "key-" + "deadbeef" * 4,  # a word repeated, not a key: keys mix digits and letters
+    "mirror-eu-west" + ".atlas" + "v1." + "abcdefghij" * 6 + "abcdef",  # no 14-alnum frame
+    "redis://app:" + "lower" + "cased@cache:6379",  # ten lowercase letters: a docs example
     "url = f'postgres://{user}:{password}@{host}/db'",
     "xoxb-your-bot-token-here",
     "sk-some-very-long-kebab-case-identifier-name",

@@ -9,6 +9,7 @@ from codeask.redact import REDACTED, mask_file, scan
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 HUMAN = "Hd7Fj2" + "Kl5Zx9Cv"
 RANDOM = "Bn4Vc7" + "Xz2Lk9Jh"
+LETTERS = "sunshine" + "lollipop"  # a typed password of letters only
 UUID = "a1b2c3d4-e5f6-7890-" + "abcd-ef1234567890"
 MARK = REDACTED.format(kind="secret-assignment")
 
@@ -39,6 +40,7 @@ MULTILINE = [
     ("main.tf", f'resource "x" "y" {{\n  master_password = <<EOT\n{HUMAN}\nEOT\n}}'),
     ("main.tf", f'resource "x" "y" {{\n  password = <<-EOT\n    {HUMAN}\n    {RANDOM}\n  EOT\n}}'),
     ("vars.hcl", f'client_secret = <<"END"\n{RANDOM}\nEND\nregion = "eu"'),
+    ("vars.hcl", f"api_token = <<END\nWeekEND-{RANDOM}\nEND"),  # only a line of its own ends it
 ]
 
 
@@ -162,8 +164,10 @@ COMMAND_LINES = [
     ("deploy/run.sh", f"mysql -h db -uroot -p{HUMAN} app"),
     ("README.md", f"    mysqldump -P 3306 -uroot -p{RANDOM} -e 'select 1'"),
     ("deploy/run.sh", f"sshpass -p '{HUMAN}' ssh deploy@host"),
+    ("deploy/run.sh", f'sshpass -p "$OLD" true || sshpass -p {HUMAN} ssh deploy@host'),
     ("ci.yml", f"      - run: docker login -u ci -p {RANDOM} registry.example.com"),
     ("deploy/run.sh", f"helm registry login r.example.com --username ci --password {RANDOM}"),
+    ("deploy/run.sh", f"psql --username app --password {HUMAN}[0] --dbname app"),
     ("docs/ops.md", f"vault login --token {RANDOM}"),
     ("deploy/run.sh", f"PGPASSWORD={HUMAN} psql -h db -U app"),
     ("deploy/app.service", f'[Service]\nEnvironment="DB_PASSWORD={HUMAN}"'),
@@ -252,4 +256,106 @@ DIRECTIVES_KEPT = [
 
 @pytest.mark.parametrize(("path", "text"), DIRECTIVES_KEPT)
 def test_lines_that_only_look_like_directives_are_kept(path: str, text: str) -> None:
+    assert masked(path, text) == text.split("\n")
+
+
+SETTINGS = [
+    ("ci/publish.sh", f"npm config set //registry.npmjs.org/:_authToken {RANDOM}"),
+    ("ci/publish.sh", f"npm config set -g _authToken={RANDOM}"),
+    ("README.md", f"```sh\nnpm config set //npm.pkg.github.com/:_authToken={RANDOM}\n```"),
+    ("Dockerfile", f"RUN yarn config set npmAuthToken {RANDOM} && yarn install"),
+    ("Dockerfile", f"RUN pnpm config set --location=project _password '{HUMAN}'"),
+    (".github/workflows/ci.yml", f"    steps:\n      - run: npm config set _authToken {RANDOM}"),
+    ("ci/setup.sh", f'git config --global http.extraheader "AUTHORIZATION: bearer {RANDOM}"'),
+    (
+        "docs/ci.md",
+        f"    git config --file .git/config http.extraheader 'Authorization: token {RANDOM}'",
+    ),
+    ("ci/setup.sh", f"aws configure set --profile prod aws_secret_access_key {RANDOM}"),
+    ("ci/setup.sh", f"poetry config pypi-token.private {RANDOM}"),
+    ("ci/setup.sh", f"composer config --global github-oauth.github.com {RANDOM}"),
+    ("docs/dev.md", f'dotnet user-secrets set "Db:Password" "{HUMAN}"'),
+    ("docs/dev.md", f'dotnet user-secrets set "Smtp:Password" "{LETTERS}"'),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), SETTINGS)
+def test_a_config_setting_command_for_a_secret_name_has_its_value_masked(
+    path: str, text: str
+) -> None:
+    # Given a command that sets a secret-named key (or an auth header) to a literal value
+    out = masked(path, text)
+
+    # Then the value is masked where it stands, also when the line is scanned alone, and the
+    # command and its key stay readable
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM, LETTERS))
+    for line in text.split("\n"):
+        assert not any(s in scan(line)[0] for s in (HUMAN, RANDOM, LETTERS)), line
+    assert any("config" in line or "user-secrets" in line for line in out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "npm config set registry https://registry.npmjs.org/",
+        "npm config set //registry.npmjs.org/:_authToken ${NPM_TOKEN}",
+        "npm config set //registry.npmjs.org/:_authToken $NPM_TOKEN",
+        "npm config get _authToken",
+        "npm config delete //registry.npmjs.org/:_authToken",
+        "yarn config set npmAlwaysAuth true",
+        'git config --global user.name "Jane Doe"',
+        "git config --global credential.helper store",
+        "git config --global credential.helper 'cache --timeout=3600'",
+        'git config --global http.extraheader "X-Request-Source: ci-pipeline-42"',
+        "git config --unset http.extraheader",
+        "aws configure set region eu-west-1",
+        "poetry config virtualenvs.in-project true",
+    ],
+)
+def test_config_commands_setting_ordinary_keys_stay(text: str) -> None:
+    assert masked("ci/setup.sh", text) == [text]
+    assert masked("docs/ci.md", text) == [text]
+
+
+PGPASS = [
+    (".pgpass", f"db.example.com:5432:app:appuser:{HUMAN}"),
+    (".pgpass", f"db:5432:app:app:{HUMAN}XX  \nlocalhost:5432:*:app:{RANDOM}"),  # blanks after
+    ("deploy/pgpass", f"# prod\n*:*:*:postgres:{RANDOM}\nlocalhost:5432:*:app:{HUMAN}"),
+    ("conf/prod.pgpass", f"db\\:primary:5432:app:app:{HUMAN}\r\n"),  # an escaped colon
+    ("conf/prod.pgpass", f"db:5432:app:app:{HUMAN}:{RANDOM}"),  # a colon in the password
+    ("conf/.pgpass.example", "db:5432:app:app:!Qaz2wsx-" + HUMAN),
+    ("ci/setup.sh", f'echo "db:5432:app:ci:{RANDOM}" > ~/.pgpass && chmod 600 ~/.pgpass'),
+    ("Dockerfile", f"RUN printf '*:*:*:postgres:{HUMAN}\\n' >> /root/.pgpass"),
+]
+
+
+@pytest.mark.parametrize(("path", "text"), PGPASS)
+def test_a_pgpass_entrys_password_is_masked(path: str, text: str) -> None:
+    # Given `host:port:database:user:password` lines in a pgpass file, or written to one
+    out = masked(path, text)
+
+    # Then the password (all after the fourth unescaped colon) is masked; the rest stays readable
+    assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM))
+    for before, after in zip(text.split("\n"), out, strict=True):
+        if HUMAN in before or RANDOM in before:
+            fields = before.replace("\\:", "").split(":")
+            assert after.replace("\\:", "").split(":")[:4] == fields[:4]
+            if path.endswith("pgpass") and not before.endswith("\r"):
+                assert after.rstrip(" ").endswith(MARK), after  # the password's last character too
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (".pgpass", "# hostname:port:database:username:password"),
+        (".pgpass", "db:5432:app:app:"),
+        (".pgpass", "db:5432:app:app:changeme"),
+        ("ci/setup.sh", 'echo "db:5432:app:ci:$PGPASSWORD" > ~/.pgpass'),
+        ("ci/setup.sh", "chmod 600 ~/.pgpass  # then: psql -h db -U app"),
+        ("conf/hosts.txt", "a:b:c:d:e5f6g7h8i9"),  # five fields, but not a pgpass file
+        ("ci/setup.sh", f'echo "db:5432:app:ci:$PW" > ~/.pgpass\nRATIO=1:2:3:4:{HUMAN}'),
+        ("src/time.py", "TIMES = ['10:20:30:40:50']"),
+    ],
+)
+def test_pgpass_look_alikes_stay(path: str, text: str) -> None:
     assert masked(path, text) == text.split("\n")

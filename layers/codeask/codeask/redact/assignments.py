@@ -584,3 +584,74 @@ def netrc_spans(text: str, low: str) -> Iterator[Span]:
         value = text[start:end]
         if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
             yield start, end, "secret-assignment"
+
+
+# A config-setting command given a key and its value as arguments: `npm config set
+# //registry.npmjs.org/:_authToken X` (or `key=X`), `yarn config set npmAuthToken X`, `git config
+# --global KEY X`, `aws configure set aws_secret_access_key X`, `poetry config pypi-token.pypi X`,
+# `composer config github-oauth.github.com X`, `dotnet user-secrets set KEY X`. Options before the
+# key are skipped, with the argument of those that take one (`--file F`, `--profile P`).
+_SETTING = re.compile(
+    r"\b(?:(?:npm|pnpm|yarn|pip3?|gcloud)[ \t]+config[ \t]+set|npm[ \t]+set"
+    r"|(?:git|poetry|composer|bundle|conda)[ \t]+config|aws[ \t]+configure[ \t]+set"
+    r"|dotnet[ \t]+user-secrets[ \t]+set)"
+    r"(?:[ \t]+(?:set\b|(?:--file|-f|--blob|--profile|--location)[ \t]+[^\s-]\S*|-[\w-]*(?:=\S*)?))*"
+    r"[ \t]+[\"']?(?P<key>[^\s=\"'`;|&<>-][^\s=\"'`;|&<>]*)[\"']?(?:=|[ \t]+)"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<uv>[^\s\"'`;|&)]+))"
+)
+# A setting whose value is an HTTP header (git's `http.extraheader "Authorization: Bearer X"`).
+_HEADER = re.compile(
+    r"(?P<n>[A-Za-z][\w-]*)[ \t]*:[ \t]*(?:(?:bearer|basic|token)[ \t]+)?(?P<v>\S+)", re.I
+)
+
+
+def setting_spans(text: str, low: str) -> Iterator[Span]:
+    """The value a config-setting command gives a secret-named key (or a header naming one)."""
+    if "config" not in low and "user-secrets" not in low:
+        return
+    for m in _SETTING.finditer(low):
+        group = next(g for g in ("dq", "sq", "uv") if m.group(g) is not None)
+        start, end = m.span(group)
+        value = text[start:end]
+        verdict = judge_name(text[m.start("key") : m.end("key")])
+        if verdict is None and (header := _HEADER.fullmatch(value)) is not None:
+            verdict = judge_name(header.group("n"))
+            start, value = start + header.start("v"), header.group("v")
+        if verdict is not None and is_secret_value(
+            value, quoted=True, literal=True, name=verdict, config=True
+        ):
+            yield start, end, "secret-assignment"
+
+
+# .pgpass entries, `hostname:port:database:username:password` with `\:` and `\\` escaped: the
+# password is all after the fourth unescaped colon. In a pgpass file every line is one (a comment
+# starts with #); elsewhere, an entry on a line that writes one (`echo "h:5432:db:u:pw" > ~/.pgpass`).
+_PGPASS_LINE = re.compile(r"^(?!#)(?:(?:[^:\\\n]|\\.)*:){4}(?P<v>[^\n]*)", re.MULTILINE)
+_PGPASS_WORD = re.compile(
+    r"(?<![^\s\"'=(])(?:(?:[^:\\\s\"'`]|\\.)*:){4}(?P<v>(?:[^\\\s\"'`;|&)]|\\.)+)"
+)
+
+
+def pgpass_spans(text: str, low: str, syntax: str | None) -> Iterator[Span]:
+    if syntax == "pgpass":
+        for m in _PGPASS_LINE.finditer(text):
+            start = m.start("v")
+            value = m.group("v").rstrip(" \t\r")
+            low_value = value.lower()
+            if value and not (
+                value.startswith(MARKER_PREFIX)
+                or low_value in PLACEHOLDER_WORDS
+                or any(h in low_value for h in PLACEHOLDER_HINTS)
+            ):
+                yield start, start + len(value), "secret-assignment"
+        return
+    at = low.find("pgpass")
+    while at >= 0:
+        line_start = low.rfind("\n", 0, at) + 1
+        line_end = low.find("\n", at)
+        line_end = len(low) if line_end < 0 else line_end
+        for m in _PGPASS_WORD.finditer(text, line_start, line_end):
+            value = m.group("v")
+            if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
+                yield m.start("v"), m.end("v"), "secret-assignment"
+        at = low.find("pgpass", line_end)

@@ -28,7 +28,7 @@ _SYNTAX_BY_EXT = {
     ".toml": "ini", ".env": "shell",
     ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ksh": "shell",
     ".tf": "hcl", ".hcl": "hcl", ".tfvars": "hcl", ".nomad": "hcl",
-    ".mk": "make", ".dockerfile": "dockerfile",
+    ".mk": "make", ".dockerfile": "dockerfile", ".pgpass": "pgpass",
 }  # fmt: skip
 _SYNTAX_BY_NAME = {
     "dockerfile": "dockerfile", "containerfile": "dockerfile",
@@ -36,6 +36,7 @@ _SYNTAX_BY_NAME = {
     ".bashrc": "shell", ".zshrc": "shell", ".profile": "shell", ".bash_profile": "shell",
     "env": "shell", "dotenv": "shell", ".flaskenv": "shell", ".envrc": "shell",
     ".editorconfig": "ini", ".gitconfig": "ini", "pip.conf": "ini",
+    ".pgpass": "pgpass", "pgpass": "pgpass",
 }  # fmt: skip
 # Copies kept as templates are the same language: app.properties.example, compose.yml.dist.
 _TEMPLATE_SUFFIXES = (".example", ".sample", ".dist", ".template", ".tmpl", ".default", ".orig")
@@ -43,7 +44,7 @@ _TEMPLATE_SUFFIXES = (".example", ".sample", ".dist", ".template", ".tmpl", ".de
 
 def config_syntax(path: str) -> str | None:
     """The config or build language a file's name says it is in (yaml, ini, shell, dockerfile,
-    make, hcl), or None for code and everything else."""
+    make, hcl, pgpass), or None for code and everything else."""
     name = path.rsplit("/", 1)[-1].lower()
     for suffix in _TEMPLATE_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):

@@ -68,7 +68,9 @@ KINDS: dict[str, str] = {
     "secret, token, credential(s), auth, api/access/private/client/signing/… key) in YAML, INI, "
     "TOML, .properties, .env, Dockerfile ENV/ARG, shell export, Makefile, HCL/Terraform, JSON, "
     "XML and code; values continued with a backslash; env name/value pairs and variable "
-    "defaults; this is also how keys without a telltale shape are caught (Datadog DD_API_KEY / "
+    "defaults; the value a config-setting command gives a secret-named key or auth header "
+    "(npm/yarn/pnpm config set, git config, aws configure set, poetry/composer config); the "
+    "password of a .pgpass entry; this is also how keys without a telltale shape are caught (Datadog DD_API_KEY / "
     "DD_APP_KEY, Twilio and Telegram tokens, Mailchimp, New Relic, Linear, Google OAuth and "
     "Entra ID client secrets, Stripe webhook secrets) when held under their usual names",
 }

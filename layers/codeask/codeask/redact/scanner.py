@@ -12,6 +12,8 @@ from codeask.redact.assignments import (
     netrc_spans,
     option_spans,
     pair_spans,
+    pgpass_spans,
+    setting_spans,
     url_spans,
 )
 from codeask.redact.confusables import fold
@@ -24,14 +26,9 @@ from codeask.redact.tokens import Span, token_spans
 def lowercase(text: str) -> str:
     """Lowercased text with positions matching the original, so spans found in one apply to
     the other."""
-    low = text.lower()
-    if len(low) == len(text):
-        return fold(low)  # `pаssword` with a Cyrillic а is found as a password's name
-    # Only U+0130 (capital I with a dot) lowercases to two code points; as a plain i, positions hold.
-    low = text.replace("\u0130", "i").lower()
-    if len(low) == len(text):
-        return fold(low)
-    return fold("".join(c.lower() if c.isascii() else c for c in text))
+    # Only U+0130 (capital I with a dot) lowercases to two code points; as a plain i, positions
+    # hold. Folded, `pаssword` with a Cyrillic а is found as a password's name.
+    return fold(text.replace("\u0130", "i").lower())
 
 
 def find_spans(text: str, syntax: str | None = None) -> list[Span]:
@@ -46,6 +43,8 @@ def find_spans(text: str, syntax: str | None = None) -> list[Span]:
     found.extend(env_instruction_spans(text, syntax))
     found.extend(netrc_spans(text, low))
     found.extend(option_spans(text, low))
+    found.extend(setting_spans(text, low))
+    found.extend(pgpass_spans(text, low, syntax))
     return found
 
 
