@@ -64,6 +64,7 @@ GROUPS: dict[str, Group] = {
     "worker": Group(
         ("worker.py", "state.py"),
         (
+            "tests/integration/test_worker_direct.py",  # the worker without the handlers: fast
             "tests/integration/test_worker_promises.py",
             "tests/integration/test_e2e.py",
             "tests/integration/test_streaming_slack.py",
