@@ -43,6 +43,11 @@ K1, B = 1.2, 0.75
 SECOND_WEIGHT = 0.2
 DEEP_LINES = 12  # a body line further than this below its definition's line may be cited itself
 MIN_RELATIVE_SCORE = 0.12
+# A definition whose name is an identifier the question quotes is what "where is X" asks for.
+NAMED_WEIGHT = 3.0
+NAMED_FILES = 3  # ... unless more files than this define that name
+# A file under a folder the question names as a part of the code (`the postgresql chart`).
+FOLDER_WEIGHT = 1.5
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
 UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
@@ -77,6 +82,12 @@ _CALLERS_RE = re.compile(
     r"\b(call(?:ers?|s|ed)?|call[- ]sites?|who\s+uses|every\s+(?:use|place)|all\s+(?:uses|places)|"
     r"which\s+places|where\s+is\s+\S+\s+used|usages?)\b",
     re.IGNORECASE,
+)
+
+
+_FOLDER_RE = re.compile(
+    r"\b([a-z0-9][\w.-]*?)(?:'s)?\s+(?:chart|package|module|folder|directory|subsystem|plugin|"
+    r"library|crate|app|service)s?\b|\bin\s+([a-z0-9][\w.-]*)/"
 )
 
 
@@ -191,11 +202,11 @@ class _Candidate:
     labels: set[str] = field(default_factory=set)
     body: dict[str, float] = field(default_factory=dict)  # term label -> its weight, once each
     hit_line: int | None = None  # where an exact phrase or identifier of the question is
+    named: bool = False  # its name is an identifier the question quotes
 
     def score(self) -> float:
-        return self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(
-            self.body.values()
-        )
+        s = self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(self.body.values())
+        return s * NAMED_WEIGHT if self.named else s
 
 
 @dataclass
@@ -231,7 +242,7 @@ def answer(
     found = _search_indexes(indexes, groups)
     chosen = _rg_terms(terms, indexes)
     pairs = _run_searches(toolbox, chosen)
-    evidence = rank(toolbox, indexes, found, groups, pairs)[:TOP_FILES]
+    evidence = rank(toolbox, indexes, found, groups, pairs, named_folders(question))[:TOP_FILES]
     searches = [o.describe() for _, o in pairs]
     if not evidence:
         large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
@@ -358,6 +369,7 @@ def rank(
     found: list[tuple[Found, str]],
     groups: list[tuple[tuple[str, ...], float, str]],
     pairs: list[tuple[Term, SearchOutcome]],
+    folders: frozenset[str] = frozenset(),
 ) -> list[Evidence]:
     """Files ranked by their best place: a definition whose name, scope, path or doc says what the
     question says (BM25 over the index), plus what its body says (the question's words in it, and
@@ -369,6 +381,7 @@ def rank(
         c.labels.update(x for x in labels.split(", ") if x)
     _add_hits(toolbox, indexes, pairs, cands)
     _add_bodies(toolbox, indexes, groups, cands)
+    _mark_named(cands, {t.label for t, _ in pairs if t.exact and " " not in t.label})
     by_file: dict[str, list[_Candidate]] = {}
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
@@ -380,9 +393,11 @@ def rank(
             best = cs[1]  # cite what the file defines, not its first line
         second = cs[1].score() if len(cs) > 1 else 0.0
         weight = FILE_KIND_WEIGHT[_file_kind(indexes, path)]
+        if folders.intersection(path.lower().split("/")[:-1]):
+            weight *= FOLDER_WEIGHT
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
-        if best.hit_line is not None and best.hit_line != best.line:
+        if best.hit_line is not None and best.hit_line != best.line and not best.named:
             if best.line < best.hit_line <= best.end and best.kind != "line":
                 end = best.hit_line  # the definition down to the line inside it that answers
             else:
@@ -393,6 +408,22 @@ def rank(
         floor = out[0].score * MIN_RELATIVE_SCORE
         out = [e for e in out if e.score >= floor]
     return out
+
+
+def _mark_named(cands: dict[tuple[str, int], _Candidate], identifiers: set[str]) -> None:
+    """Mark the definitions named as the question names them, when there are few: a name defined
+    in many files (a Makefile variable, a method every class has) singles none of them out."""
+    wanted = {i.rsplit(".", 1)[-1] for i in identifiers}
+    named = [c for c in cands.values()
+             if c.kind != "line" and c.name and c.name.rsplit(".", 1)[-1] in wanted]  # fmt: skip
+    if len({c.path for c in named}) <= NAMED_FILES:
+        for c in named:
+            c.named = True
+
+
+def named_folders(question: str) -> frozenset[str]:
+    """The folders a question names as a part of the code: `the postgresql chart`, `in malloc/`."""
+    return frozenset(m.group(1) or m.group(2) for m in _FOLDER_RE.finditer(question.lower()))
 
 
 def _add_hits(
