@@ -167,6 +167,7 @@ def main() -> None:
 
     # A 100k-file monorepo (built once): snapshots of new commits, disk, and search at that size.
     rows += bench_monorepo.run(OUT, lambda tree: bench_search(tree, repeats=3))
+    import bench_holdback
     import bench_index
     import bench_loop
     import bench_stream
@@ -176,6 +177,7 @@ def main() -> None:
     rows += bench_index.run(tree)
     rows += bench_loop.run(eval_search_only.corpus("pip"))
     rows += bench_stream.run()
+    rows += bench_holdback.run()
     rows += quality_rows(search_quality, ["eval"])
     report(rows)
 

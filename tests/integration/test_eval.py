@@ -66,3 +66,49 @@ def test_a_bad_case_file_names_the_line(tmp_path: Path) -> None:
     )
     done = codeask("eval", str(bad), tmp=tmp_path)
     assert done.returncode == 2 and "bad.jsonl:2" in done.stderr
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_case_that_could_not_run_fails_the_run_after_every_result(
+    cases: Path, tmp_path: Path, json_out: bool
+) -> None:
+    # Given the cases above, one of them about a repository that cannot be synced
+    rows = [json.loads(line) for line in cases.read_text().splitlines()]
+    gone = {"id": "gone", "repo": str(tmp_path / "no-such-repo"), "question": "Where is it?",
+            "expected": [{"path": "a.py"}]}  # fmt: skip
+    cases.write_text("\n".join(json.dumps(r) for r in [rows[0], gone, *rows[1:]]) + "\n")
+    repo = (tmp_path / "repo-path").read_text()
+
+    # When the cases are run
+    flags = ["--json"] if json_out else []
+    done = codeask("eval", str(cases), *flags, "--repo", f"billing={repo}", tmp=tmp_path)
+
+    # Then the run fails, yet every case's result and the summary are printed
+    assert done.returncode == 1, done.stderr
+    if json_out:
+        out = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [r["id"] for r in out[:4]] == ["retry", "gone", "miss", "by-path"]
+        assert out[1]["error"] and out[0]["hit"] is True
+        assert out[4]["summary"]["cases"] == 4 and out[4]["summary"]["errors"] == 1
+    else:
+        assert done.stdout.startswith("✓ retry")
+        assert "✗ gone  error:" in done.stdout and "✓ by-path" in done.stdout
+        assert "4 cases (error, search-only)" in done.stdout and "1 errors" in done.stdout
+
+
+def test_a_run_whose_cases_all_ran_exits_0_even_when_every_case_missed(
+    cases: Path, tmp_path: Path
+) -> None:
+    rows = [json.loads(line) for line in cases.read_text().splitlines()]
+    cases.write_text(json.dumps(rows[1]) + "\n")  # the case whose expected file does not exist
+    repo = (tmp_path / "repo-path").read_text()
+    done = codeask("eval", str(cases), "--repo", f"billing={repo}", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("✗ miss") and "0% hit the expected location" in done.stdout
+
+
+def test_eval_help_names_its_exit_codes(tmp_path: Path) -> None:
+    done = codeask("eval", "--help", tmp=tmp_path)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert "1 when any case errored" in text and "Exit 0 when every case ran" in text

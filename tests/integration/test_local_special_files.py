@@ -32,6 +32,11 @@ def include(git: Path, section: str, target: str) -> None:
         f.write(f"{section}\n\tpath = {target}\n")
 
 
+def loose_object(work: Path) -> Path:
+    """One of the work tree's loose objects, .git/objects/ab/cdef…: the commit's blobs and trees."""
+    return next(p for p in sorted((work / ".git/objects").glob("??/*")) if p.is_file())
+
+
 # Each place: where to plant, given the work tree and tmp_path; the path to read is the work tree.
 PLACES: dict[str, Callable[[Path, Path], Path]] = {
     "HEAD": lambda w, t: w / ".git/HEAD",
@@ -44,6 +49,7 @@ PLACES: dict[str, Callable[[Path, Path], Path]] = {
     "index": lambda w, t: w / ".git/index",
     "alternates": lambda w, t: w / ".git/objects/info/alternates",
     "pack entry": lambda w, t: w / ".git/objects/pack/pack-x.idx",
+    "loose object": lambda w, t: loose_object(w),
     "info/exclude": lambda w, t: w / ".git/info/exclude",
     ".git itself": lambda w, t: w / ".git",
 }
@@ -154,3 +160,49 @@ def test_a_fifo_in_a_symlinked_ref_folder_exits_3(work: GitWorkTree, tmp_path: P
     (work.path / ".git/refs/heads/team").symlink_to(team)
     plant(team / "topic", "fifo")
     assert_refused(work.path, tmp_path, "refs/heads/team/topic is a FIFO")
+
+
+@pytest.mark.parametrize(
+    "what", ["loose object", "loose object folder", "pack folder", "pack file"]
+)
+def test_a_symlinked_object_file_or_folder_exits_3(
+    work: GitWorkTree, tmp_path: Path, what: str
+) -> None:
+    # Given a hostile repository whose objects, or the folders that hold them, are symlinks to
+    # copies outside it (which libgit2 would read as the repository's own)
+    objects = work.path / ".git/objects"
+    if what.startswith("pack"):
+        work.git("repack", "-a", "-d", "-q")
+    if what == "pack folder":
+        target = objects / "pack"
+    elif what == "pack file":
+        target = next((objects / "pack").glob("pack-*.pack"))
+    elif what == "loose object folder":
+        target = loose_object(work.path).parent
+    else:
+        target = loose_object(work.path)
+    outside = tmp_path / "outside" / target.name
+    outside.parent.mkdir()
+    target.rename(outside)
+    target.symlink_to(outside)
+    before = state(work.path)
+
+    # When it is read, then it is refused in one line naming the symlink, and nothing is written
+    shown = f".git/objects/{target.relative_to(objects)} is a symlink"
+    assert_refused(work.path, tmp_path, shown)
+    assert state(work.path) == before
+
+
+def test_loose_objects_and_packs_in_real_folders_are_read(
+    work: GitWorkTree, tmp_path: Path
+) -> None:
+    # Given a repository with both loose objects and a pack (a second commit after a repack)
+    work.git("repack", "-a", "-d", "-q")
+    work.commit({"src/app.py": "print('v2')\n"}, message="second")
+    assert loose_object(work.path).is_file() and any((work.path / ".git/objects/pack").iterdir())
+
+    # When it is read, then every file is there
+    done = codeask("tool", "read_file", "--repo", str(work.path), '{"path": "src/app.py"}',
+                   env=cli_env(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "print('v2')" in done.stdout

@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from codeask.holdback import HoldBack, Settled, marked
+from codeask.holdback import HoldBack, Settled, _show_limit, marked
 from codeask.render import body_markdown
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import (
@@ -19,6 +21,7 @@ from codeask.verify import (
     settled,
     verify_answer,
 )
+from conftest import examples
 from fakes.billing import FILES
 
 SHA = "a3f9c21" + "0" * 33
@@ -235,3 +238,50 @@ def test_a_path_is_settled_once_what_follows_cannot_be_its_line_suffix(snap: Sna
     assert cut == len("see billing/worker.py for") and [m.text for m in v.mentions] == [
         "billing/worker.py"
     ]
+
+
+# Pieces of answers, for texts that hit every rule of the settled check: paths with and without
+# line suffixes, invented ones, code spans and fences (mermaid too), Slack links and lone `<`,
+# phrase suffixes and prefixes, and lines long enough that the hold-back rechecks in steps.
+_FRAGMENTS = [
+    "Retries are in", " ", " ", "\n", "\n\n", "`", "``", "```", "```python\n", "```mermaid\n",
+    "```\n", "billing/worker.py", ":6", ":6-11", "billing/policy.py", "#L4-L5", " (lines 4 to 5)",
+    ", line 2", "lines 4-5 of ", "billing/nope.py:3", "README.md", "Makefile:2", "docs/x.md",
+    "<https://example.com/billing/worker.py|the file>", "a < b", "> ", "<!here>", "- ",
+    "the backoff doubles every attempt, as the policy computes it and the worker waits", ".",
+    ", ", "(", ")", "**", "_", "worker.py", "x = 1", '  A["billing/worker.py:6"] --> B',
+]  # fmt: skip
+
+
+@settings(
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    parts=st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=120),
+    rng=st.randoms(use_true_random=False),
+)
+def test_each_update_settles_what_the_whole_text_check_settles(
+    snap: Snapshot, parts: list[str], rng: random.Random
+) -> None:
+    # Given an answer streamed in arbitrary pieces
+    text = "".join(parts)
+    screen = Screen()
+    hold = HoldBack(snap, screen)
+    written, seen = "", 0
+    for piece in splits(text, rng):
+        hold.write(piece)
+        written = (written + piece).lstrip()
+        if len(screen.settled) > seen:
+            # Then what it shows is what the check of the whole text so far settles
+            state, seen = screen.settled[-1], len(screen.settled)
+            available = written[: _show_limit(written)]
+            cut, whole = settled(available, snap)
+            assert state.text == available[:cut], (state.text, available)
+            assert state.verification.mentions == whole.mentions
+            # with the marks the verification of that text places
+            assert state.marks == state.verification.marks(state.text)
+    # And the finished answer is the text, shown whole
+    assert hold.finish() == text.strip()
+    assert screen.settled[-1].text == text.strip() and screen.settled[-1].done

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from codeask.denylist import DenyList
 from codeask.errors import BadInput
-from codeask.mirror import LocalSource, MirrorStore, RepoSpec
+from codeask.mirror import LocalSource, MirrorStore, RepoSpec, inplace
 from conftest import GitWorkTree, run_git
 from conftest import tree_state as state
 
@@ -164,20 +165,38 @@ def test_named_branches_tags_and_remote_only_branches(
 def test_a_bare_repository_is_read_at_its_head_branch(
     store: MirrorStore, work: GitWorkTree, tmp_path: Path
 ) -> None:
-    # Given a bare clone, and one whose HEAD names a branch it does not have
+    # Given a bare clone
     bare = tmp_path / "bare.git"
     run_git("clone", "-q", "--bare", work.path, bare)
-    odd = tmp_path / "odd.git"
-    run_git("clone", "-q", "--bare", work.path, odd)
-    run_git("symbolic-ref", "HEAD", "refs/heads/master", cwd=odd)
 
     # When synced
     result = store.sync(RepoSpec.parse(str(bare)))
-    fallback = store.sync(RepoSpec.parse(odd.as_uri()))
 
-    # Then both read main's commit, with nothing said about a working tree they do not have
+    # Then it reads main's commit, with nothing said about a working tree it does not have
     assert (result.branch, result.sha, result.uncommitted) == ("main", work.head(), None)
-    assert (fallback.branch, fallback.sha) == ("main", work.head())
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_a_head_naming_a_branch_that_does_not_exist_is_refused_unless_a_branch_is_named(
+    store: MirrorStore, work: GitWorkTree, tmp_path: Path, bare: bool
+) -> None:
+    # Given a repository (a work tree, or a bare one made with master and pushed main) whose
+    # HEAD names a branch it does not have, beside main and another branch
+    older = work.git("rev-parse", "HEAD~1")
+    work.git("branch", "feature", older)
+    path = work.path
+    if bare:
+        path = tmp_path / "odd.git"
+        run_git("clone", "-q", "--bare", work.path, path)
+    run_git("symbolic-ref", "HEAD", "refs/heads/gone", cwd=path)
+
+    # When synced without a branch, it fails naming the missing branch and what exists
+    with pytest.raises(BadInput, match=r"no commits on branch 'gone'.*include: feature, main"):
+        store.sync(RepoSpec.parse(path.as_uri()))
+
+    # And a branch named in the spec is read as usual
+    named = store.sync(RepoSpec.parse(str(path), branch="feature"))
+    assert (named.branch, named.sha) == ("feature", older)
 
 
 def test_an_empty_repository_is_bad_input(
@@ -269,3 +288,27 @@ def test_a_local_repository_is_always_as_current_as_itself(
 ) -> None:
     synced = store.last_synced_at(RepoSpec.parse(str(work.path)))
     assert synced is not None and datetime.now(UTC) - synced < timedelta(minutes=1)
+
+
+def test_an_object_folder_seen_clean_is_checked_again_once_it_changes(
+    work: GitWorkTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a repository whose object folders were found clean (and are remembered so, though
+    # they changed just now)
+    monkeypatch.setattr(inplace, "_SETTLED_NS", -(10**12))
+    assert inplace.fault(work.path) is None
+    assert any(p.startswith(str(work.path)) for p in inplace._clean_folders)
+    loose = next(p for p in sorted((work.path / ".git/objects").glob("??/*")) if p.is_file())
+    folder_times = os.stat(loose.parent)
+
+    # When a loose object is then swapped for a symlink, its folder's mtime set back as it was
+    outside = tmp_path / loose.name
+    loose.rename(outside)
+    loose.symlink_to(outside)
+    os.utime(loose.parent, ns=(folder_times.st_atime_ns, folder_times.st_mtime_ns))
+
+    # Then the next check finds it
+    found = inplace.fault(work.path)
+    assert (
+        found == f".git/objects/{loose.parent.name}/{loose.name} is a symlink, not a regular file"
+    )

@@ -278,6 +278,30 @@ def test_read_refuses_symlinks_out_of_the_tree(
         assert "secret stuff" not in result.text
 
 
+def test_symlinks_are_judged_in_a_directory_already_resolved(
+    tree: Path, tmp_path: Path, toolbox: Toolbox
+) -> None:
+    # Snapshot.resolve works a directory's real path out once: a symlink beside a file already
+    # read, or under a directory already resolved, is still followed and judged.
+    assert not toolbox.run("read_file", {"path": "src/billing/worker.py"}).is_error
+    outside = tmp_path / "outside"
+    write(outside, "loot.txt", "secret stuff\n")
+    os.symlink(outside / "loot.txt", tree / "src" / "billing" / "link.txt")
+    os.symlink(outside, tree / "src" / "billing" / "dirlink")
+    os.symlink(tree / "docs", tree / "src" / "billing" / "docs")
+    for path in ("src/billing/link.txt", "src/billing/dirlink/loot.txt"):
+        result = toolbox.run("read_file", {"path": path})
+        assert result.is_error and "outside the repository" in result.text
+    assert (
+        toolbox.snapshot.resolve("src/billing/docs/retries.md")[1]
+        == tree.resolve() / "docs/retries.md"
+    )
+    assert (
+        toolbox.snapshot.resolve("src/billing/worker.py")[1]
+        == tree.resolve() / "src/billing/worker.py"
+    )
+
+
 def test_read_symlink_inside_the_tree_to_a_denied_file_is_refused(
     tree: Path, toolbox: Toolbox
 ) -> None:

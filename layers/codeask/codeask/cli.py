@@ -27,7 +27,7 @@ class _Terminal:
     def show(self, settled: Any) -> None:
         from codeask.holdback import marked
 
-        text = marked(settled.text, settled.verification)
+        text = marked(settled.text, settled.verification, settled.marks)
         if text.startswith(self.printed):
             sys.stdout.write(text[len(self.printed) :])
             sys.stdout.flush()
@@ -62,7 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     tool.add_argument("--repo", default=".", help="local path or git URL (default: .)")
     tool.add_argument("--branch")
 
-    ev = sub.add_parser("eval", help="run questions with known answers and score the citations")
+    ev = sub.add_parser(
+        "eval",
+        help="run questions with known answers and score the citations",
+        description="Run questions with known answers and score the citations. Every case's "
+        "result and the summary are printed whatever happens. Exit 0 when every case ran (a "
+        "miss is a measurement, not a failure), 1 when any case errored (its repository could "
+        "not be synced, or it raised), 2 for a bad case file or option.",
+    )
     ev.add_argument("cases", help="JSONL: {id, repo, question, expected: [{path, line?}]} per line")
     ev.add_argument(
         "--repo",
@@ -271,7 +278,8 @@ def _eval(args: argparse.Namespace) -> int:
             f"{summary['total_tokens']} tokens"
             + (f", {summary['errors']} errors" if summary["errors"] else "")
         )
-    return 0
+    # A case that could not run measured nothing: the run is incomplete, whatever the rates say.
+    return 1 if summary["errors"] else 0
 
 
 def _feedback_export(args: argparse.Namespace) -> int:

@@ -11,6 +11,14 @@ from codeask.snapshot import Snapshot
 from codeask.verify import Mention, Verification, settled, verify_answer
 
 _FENCE_LINE = re.compile(r"^[ \t]*(?P<marker>`{3,}|~{3,})(?P<info>.*)$")
+# The settled check reads the text from the last line start outside a code block (`_base`), so
+# inside one long line or code block each check costs that much. Up to _RECHECK_FREE characters
+# it runs at every word; beyond, once what is read has grown by 1/_RECHECK_SHARE since the last
+# check: geometric steps, so an answer costs a bounded multiple of its length, whatever its shape.
+_RECHECK_FREE = 128
+_RECHECK_SHARE = 8
+_Open = tuple[int, str, bool]  # an open code block: where its line starts, its marker, mermaid
+Marks = list[tuple[int, str]]  # where UNVERIFIED_MARK goes in a text, in order
 
 
 @dataclass(frozen=True)
@@ -20,6 +28,9 @@ class Settled:
     text: str
     verification: Verification
     done: bool = False  # the answer is finished and `text` is all of it
+    # Where the unverified marks go in `text` (`Verification.marks`), worked out a line at a time
+    # as the text grew; None: ask the verification, which reads the whole text.
+    marks: Marks | None = None
 
 
 class AnswerSink(Protocol):
@@ -29,33 +40,46 @@ class AnswerSink(Protocol):
     def show(self, settled: Settled) -> None: ...
 
 
-def marked(text: str, verification: Verification) -> str:
+def marked(text: str, verification: Verification, marks: Marks | None = None) -> str:
     """The text with every unverified reference marked, for plain-text readers (a terminal)."""
     out: list[str] = []
     pos = 0
-    for p, mark in verification.marks(text):
+    for p, mark in verification.marks(text) if marks is None else marks:
         out.append(text[pos:p] + mark)
         pos = p
     out.append(text[pos:])
     return "".join(out)
 
 
-def _show_limit(text: str) -> int:
+@dataclass
+class _Fences:
+    """What `_show_limit` read of a text's complete lines: each update reads only the new ones."""
+
+    read: int = 0  # offset just past the last complete line read
+    opened: _Open | None = None  # the code block open there
+
+
+def _fence_line(line: str, pos: int, opened: _Open | None) -> _Open | None:
+    """The open block after `line` (at offset `pos`), given the one open before it."""
+    m = _FENCE_LINE.match(line)
+    if opened is None:
+        if m and not (m["marker"][0] == "`" and "`" in m["info"]):
+            return (pos, m["marker"], m["info"].strip().lower().startswith("mermaid"))
+        return None
+    s = line.strip()
+    return None if len(s) >= len(opened[1]) and s == opened[1][0] * len(s) else opened
+
+
+def _show_limit(text: str, fences: _Fences | None = None) -> int:
     """How far the stream may show, by what the text is: inside an open code block, whole lines
     only (a half-written line of code reads as noise); an open ```mermaid block not at all until
-    it closes (a diagram is read whole, and is checked to parse as a whole)."""
-    pos = 0
-    opened: tuple[int, str, bool] | None = None  # where, its marker, whether it is mermaid
-    for line in text.split("\n"):
-        m = _FENCE_LINE.match(line)
-        if opened is None:
-            if m and not (m["marker"][0] == "`" and "`" in m["info"]):
-                opened = (pos, m["marker"], m["info"].strip().lower().startswith("mermaid"))
-        else:
-            s = line.strip()
-            if len(s) >= len(opened[1]) and s == opened[1][0] * len(s):
-                opened = None
-        pos += len(line) + 1
+    it closes (a diagram is read whole, and is checked to parse as a whole). `fences` carries
+    what earlier calls read of the same growing text."""
+    fences = fences if fences is not None else _Fences()
+    while (end := text.find("\n", fences.read)) >= 0:
+        fences.opened = _fence_line(text[fences.read : end], fences.read, fences.opened)
+        fences.read = end + 1
+    opened = _fence_line(text[fences.read :], fences.read, fences.opened)
     if opened is None:
         return len(text)
     return opened[0] if opened[2] else text.rfind("\n") + 1
@@ -81,6 +105,9 @@ class HoldBack:
     # the last line or so, instead of the whole answer so far.
     _base: int = 0
     _before: list[Mention] = field(default_factory=list)
+    _marks_before: Marks = field(default_factory=list)  # the marks before `_base`
+    _fences: _Fences = field(default_factory=_Fences)
+    _checked: int = 0  # how much text was available at the last settled check
 
     @property
     def shown(self) -> bool:
@@ -97,6 +124,7 @@ class HoldBack:
             self.write(f"\n\n{note}\n\n")
         else:
             self._prefaces.append(note.strip())
+            self._fences, self._checked = _Fences(), 0  # the text before the body changed
 
     def mark(self) -> int:
         return len(self._body)
@@ -106,6 +134,7 @@ class HoldBack:
         if self._shown > len(self._assembled(self._body[:mark])):
             return False
         self._body = self._body[:mark]
+        self._fences, self._checked = _Fences(), 0
         return True
 
     def write(self, piece: str) -> None:
@@ -132,10 +161,14 @@ class HoldBack:
     def _update(self) -> None:
         assert self.sink is not None
         text = self._assembled(self._body)
-        available = text[: _show_limit(text)]
-        if len(available) <= self._shown:
+        limit = _show_limit(text, self._fences)
+        if limit <= self._shown:
             return
         base = self._base
+        if limit - base > _RECHECK_FREE and (limit - self._checked) * _RECHECK_SHARE < limit - base:
+            return
+        self._checked = limit
+        available = text[:limit]
         cut, found = settled(available[base:], self.snapshot)
         cut += base
         head = len(text) - len(self._body)  # the prefaces and the blank line after them
@@ -146,10 +179,15 @@ class HoldBack:
             for m in found.mentions
         ]
         mentions = [*self._before, *moved]
+        # Code spans end on their line, so the marks after `base` are found from there on.
+        marks = [*self._marks_before, *((p + base, m) for p, m in found.marks(available[base:]))]
         self._shown = cut
-        self.sink.show(Settled(text[:cut], Verification(sha=found.sha, mentions=mentions)))
+        self.sink.show(
+            Settled(text[:cut], Verification(sha=found.sha, mentions=mentions), marks=marks)
+        )
         line = text.rfind("\n", 0, cut) + 1
         # An even number of ``` before it: outside a fenced block, as the verifier pairs them.
         if line > base and text.count("```", 0, line) % 2 == 0:
             self._base = line
             self._before = [m for m in mentions if m.span[1] <= line]
+            self._marks_before = [k for k in marks if k[0] <= line]

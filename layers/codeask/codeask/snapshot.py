@@ -57,6 +57,7 @@ class Snapshot:
         self.root = Path(os.path.realpath(self.root))
         self._line_counts: dict[str, int] = {}
         self._large: dict[int, dict[str, int]] = {}
+        self._real_dirs: dict[str, str] = {}
 
     @property
     def short_sha(self) -> str:
@@ -195,22 +196,37 @@ class Snapshot:
     def resolve(self, path: str) -> tuple[str, Path]:
         """The normalised relative path and its real location, refusing anything that escapes the root."""
         rel = self.normalise(path)
-        target = self.root / rel if rel else self.root
-        real = Path(os.path.realpath(target))
-        if real != self.root and not str(real).startswith(str(self.root) + os.sep):
+        # Worked on strings: a search resolves every file it hits, and Path objects cost more
+        # than the checks themselves.
+        root = str(self.root)
+        target = os.path.join(root, rel) if rel else root
+        real = self._realpath(target)
+        if real != root and not real.startswith(root + os.sep):
             raise ToolRefused(
                 f"'{display_path(rel)}' points outside the repository (a symlink) and cannot be read"
             )
         if real != target:
             # A symlink inside the tree to a denied file is still denied.
-            inner = str(real)[len(str(self.root)) + 1 :]
+            inner = real[len(root) + 1 :]
             if inner and self.deny.is_denied(inner):
                 raise ToolRefused(
                     f"'{display_path(rel)}' leads to a deny-listed path and cannot be read"
                 )
             if inner and not self.in_scope(inner):
                 raise ToolRefused(f"'{display_path(rel)}' leads outside what this channel may read")
-        return rel, real
+        return rel, Path(real)
+
+    def _realpath(self, target: str) -> str:
+        """os.path.realpath, with each directory's worked out once: a search judges every file it
+        hits, and realpath costs an lstat per component (0.2 ms of a 0.3 ms resolve). A name that
+        is no symlink resolves to its resolved directory plus the name; the tree never changes."""
+        parent, name = os.path.split(target)
+        if not name or os.path.islink(target):
+            return os.path.realpath(target)
+        real_parent = self._real_dirs.get(parent)
+        if real_parent is None:
+            real_parent = self._real_dirs[parent] = os.path.realpath(parent)
+        return os.path.join(real_parent, name)
 
     def link(self, rel: str, start: int | None = None, end: int | None = None) -> str | None:
         """A permalink at this snapshot's commit, for GitHub, GitLab and Bitbucket remotes."""

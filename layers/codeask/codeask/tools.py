@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -32,8 +33,15 @@ from codeask.search import (
 )
 from codeask.search.patterns import per_line
 from codeask.search.query import LargeFile, rg_globs
-from codeask.search.ripgrep import MAX_FILESIZE, clean_text, find_rg
-from codeask.search.unmasked import Hider, hider
+from codeask.search.ripgrep import (
+    MAX_FILESIZE,
+    RawMatch,
+    clean_lines,
+    clean_whole,
+    find_rg,
+    split_lines,
+)
+from codeask.search.unmasked import Hider, Signs, hider, stands_alone
 from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
@@ -164,6 +172,9 @@ class Toolbox:
         self.calls: list[ToolCall] = []
         self.searches: list[str] = []
         self._lines_cache: dict[str, list[str] | None] = {}
+        self._alone_cache: dict[str, list[str]] = {}  # files a search judges line by line
+        self._signs: dict[str, Signs] = {}  # by repo prefix
+        self._scanned: dict[str, str] = {}  # lines rg printed, as the scanner masks them
         self._shown_cache: dict[tuple[str, int], str | None] = {}
         # rows already shown to the model by path (search results, reads): a search does not
         # print a long body again
@@ -335,32 +346,51 @@ class Toolbox:
 
     def lines(self, rel: str) -> list[str] | None:
         """A text file's lines with the secrets only the whole file shows masked (mask_file), or
-        None for a binary file; every slice the tools show is cut from these."""
+        None for a binary file or one too large to load whole; every slice the tools show is cut
+        from these."""
         if rel in self._lines_cache:
             return self._lines_cache[rel]
-        _, real = self.snapshot.resolve(rel)
-        if real.stat().st_size > self.large_file_bytes:
-            return None  # never loaded whole; read_file streams a window of it
-        data = real.read_bytes()
-        if b"\x00" in data[:BINARY_SNIFF]:
-            out = None
-        else:
-            raw = data.split(b"\n") if data else []
-            if raw and raw[-1] == b"":
-                raw.pop()
-            out, _ = mask_file([clean_text(r) for r in raw], rel)
+        return self._masked(rel, self._text_bytes(rel))
+
+    def _masked(self, rel: str, data: bytes | None) -> list[str] | None:
+        out = None if data is None else mask_file(clean_lines(data), rel)[0]
         self._lines_cache[rel] = out
         return out
 
+    def _text_bytes(self, rel: str) -> bytes | None:
+        """A file's bytes, or None for a binary file or one too large to load whole (read_file
+        streams a window of it)."""
+        _, real = self.snapshot.resolve(rel)
+        with open(real, "rb") as f:
+            if os.fstat(f.fileno()).st_size > self.large_file_bytes:
+                return None
+            data = f.read()
+        return None if b"\x00" in data[:BINARY_SNIFF] else data
+
+    def _judged_lines(self, rel: str) -> list[str] | None:
+        """The lines a search judges its hits on before the scanner: `lines`, or a file's own
+        lines when it stands alone (unmasked.stands_alone: masking it whole would add nothing
+        to the scanner's line by line). A search may hit thousands of files; this spares most
+        of them the whole-file masking."""
+        if rel in self._lines_cache:
+            return self._lines_cache[rel]
+        if rel not in self._alone_cache:
+            data = self._text_bytes(rel)
+            text = None if data is None else clean_whole(data)
+            if text is None or not stands_alone(text, rel):
+                return self._masked(rel, data)
+            self._alone_cache[rel] = split_lines(text)
+        return self._alone_cache[rel]
+
     def shown_line(self, rel: str, line: int) -> str | None:
         """Line `line` (from 1) of a file as the redaction gate lets it be seen (the whole-file
-        masking, then the gate's scanner), or None when it cannot be read."""
+        masking where it can matter, then the gate's scanner), or None when it cannot be read."""
         key = (rel, line)
         if key in self._shown_cache:
             return self._shown_cache[key]
         out = None
         try:
-            lines = self.lines(rel)
+            lines = self._judged_lines(rel)
             if (
                 lines is None
             ):  # too large to load whole (or binary): its window, as read_file masks it
@@ -378,10 +408,33 @@ class Toolbox:
         self._shown_cache[key] = out
         return out
 
-    def _hider(self, prefix: str) -> Hider:
+    def _hider(self, part: Snapshot, prefix: str) -> Hider:
         """What a search drops: matches only inside a secret the gate masks (unmasked.py), for
-        paths of the repo under `prefix`."""
-        return hider(lambda path, line: self.shown_line(prefix + path, line))
+        paths of the repo `part` under `prefix`. A match in a file that stands alone is judged
+        on its line as rg printed it (unmasked.Signs); any other on the file read (and masked
+        whole unless it stands alone)."""
+        signs = self._signs.get(prefix)
+        if signs is None:
+            signs = self._signs[prefix] = Signs(self.rg, part.root, self.search_timeout_s)
+        admitted: set[str] = set()  # the search's runs meet the same files again
+
+        def masked_line(m: RawMatch) -> str | None:
+            if not signs.alone(m):
+                return self.shown_line(prefix + m.path, m.line)
+            if m.path not in admitted:
+                try:
+                    part.normalise(m.path)  # the deny-list and the scope, as reading it would
+                except ToolRefused:
+                    return None
+                admitted.add(m.path)
+            # The scanner is a function of the line alone, and a flood repeats lines (a licence
+            # header's in every file).
+            shown = self._scanned.get(m.text)
+            if shown is None:
+                shown = self._scanned[m.text] = scan(m.text)[0]
+            return shown
+
+        return hider(masked_line, signs.sort)
 
     # -- search_code -----------------------------------------------------------------------------
 
@@ -414,7 +467,7 @@ class Toolbox:
         if len(snap.parts) == 1:
             return search(snap, self.rg, pattern, glob=glob, path=path, stable=stable,
                           timeout_s=self.search_timeout_s, max_matches=max_matches,
-                          max_filesize=self.large_file_bytes, hide=self._hider(""))  # fmt: skip
+                          max_filesize=self.large_file_bytes, hide=self._hider(snap, ""))  # fmt: skip
         targets: list[tuple[Snapshot, str | None]] = [(p, None) for p in snap.parts.values()]
         rel = snap.normalise(path) if path else ""
         if rel:
@@ -426,7 +479,7 @@ class Toolbox:
             return search(part, self.rg, pattern, glob=_glob_in(glob, part.repo.name), path=inner,
                           stable=stable, timeout_s=self.search_timeout_s,
                           max_matches=max_matches, max_filesize=self.large_file_bytes,
-                          hide=self._hider(f"{part.repo.name}/"))  # fmt: skip
+                          hide=self._hider(part, f"{part.repo.name}/"))  # fmt: skip
 
         with ThreadPoolExecutor(max_workers=min(4, len(targets))) as pool:
             outcomes = list(pool.map(one, targets))

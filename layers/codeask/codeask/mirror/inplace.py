@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 # A FIFO (or a socket, or a device) where libgit2 reads a file blocks it forever; these are
@@ -12,12 +13,20 @@ from pathlib import Path
 _TOP_FILES = ("HEAD", "commondir", "gitdir", "index", "config.worktree")
 _COMMON_FILES = ("config", "packed-refs", "shallow", "info/exclude", "objects/info/alternates")
 _PSEUDO_REF = re.compile(r"^[A-Z_]+HEAD$")
+# objects/ab/: the folder of the loose objects whose ids start with ab
+_FANOUT = re.compile(r"^[0-9a-f]{2}$")
 _INCLUDE_SECTION = re.compile(r'(?i)^\s*\[\s*include(?:if\s+"[^"]*")?\s*\]')
 _SECTION = re.compile(r"^\s*\[")
 _PATH_KEY = re.compile(r"(?i)^\s*path\s*=\s*(.*?)\s*$")
 _SMALL_FILE = 1 << 20  # more than any .git file, commondir or alternates list holds
 _REFS_MAX = 50_000  # entries of refs/** looked at; beyond, the rest are read unchecked
 _DEPTH_MAX = 5  # libgit2 follows alternates and includes no deeper either
+# Object folders (objects/pack, objects/ab) found to hold only regular files, by path, with the
+# (device, inode, ctime) they had then: thousands of loose objects are listed once, not per question.
+_clean_folders: dict[str, tuple[int, int, int]] = {}
+# A ctime is a coarse clock's: a change in the same tick as the listing keeps it. So a folder
+# changed this recently is listed again next time rather than remembered (as git's racy index).
+_SETTLED_NS = 2_000_000_000
 
 
 def fault(path: Path) -> str | None:
@@ -39,7 +48,7 @@ def fault(path: Path) -> str | None:
             _dir(common / "objects", f"{where}objects", required=False)
             or _dir(common / "refs", f"{where}refs", required=False)
             or _kinds(common, _COMMON_FILES, where)
-            or _packs(common / "objects", f"{where}objects/pack")
+            or _objects(common / "objects", f"{where}objects")
             or _alternates(common / "objects", where, 0)
             or _includes(common / "config", f"{where}config", 0)
             or _refs(common, where)
@@ -102,6 +111,8 @@ def _kind(mode: int) -> str:
         return "a device"
     if stat.S_ISDIR(mode):
         return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
     return "a regular file" if stat.S_ISREG(mode) else "of an unknown kind"
 
 
@@ -121,14 +132,37 @@ def _pseudo_refs(gitdir: Path, where: str) -> str | None:
     return None
 
 
-def _packs(objects: Path, where: str) -> str | None:
-    """Every entry of objects/pack: libgit2 opens each index it lists there."""
-    if not os.path.isdir(objects / "pack"):
+def _objects(objects: Path, where: str) -> str | None:
+    """The object database's own files: objects/pack and each entry in it (libgit2 opens every
+    index listed there), and every loose object, objects/ab/cdef…, read when its id is asked
+    for. Each must be a real folder or a regular file, not a symlink: objects come from the
+    repository's own folders, or from those its alternates name. One scandir per folder; the
+    kinds come from the directory entries, with no stat each where the filesystem gives them."""
+    if not os.path.isdir(objects):
         return None
-    for entry in os.scandir(objects / "pack"):
-        found = _file(Path(entry.path), f"{where}/{entry.name}")
-        if found:
-            return found
+    for entry in os.scandir(objects):
+        if entry.name == "pack" or _FANOUT.match(entry.name):
+            found = _real_files(entry, f"{where}/{entry.name}")
+            if found:
+                return found
+    return None
+
+
+def _real_files(folder: os.DirEntry[str], where: str) -> str | None:
+    st = folder.stat(follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{where} is {_kind(st.st_mode)}, not a directory"
+    # Adding, removing or replacing an entry changes the folder's ctime, which no one can set
+    # back; a folder seen clean with the same inode and ctime is clean still.
+    seen = (st.st_dev, st.st_ino, st.st_ctime_ns)
+    if _clean_folders.get(folder.path) == seen:
+        return None
+    for entry in os.scandir(folder.path):
+        if not entry.is_file(follow_symlinks=False):
+            mode = entry.stat(follow_symlinks=False).st_mode
+            return f"{where}/{entry.name} is {_kind(mode)}, not a regular file"
+    if time.time_ns() - st.st_ctime_ns > _SETTLED_NS:
+        _clean_folders[folder.path] = seen
     return None
 
 
@@ -148,7 +182,7 @@ def _alternates(objects: Path, where: str, depth: int) -> str | None:
         found = (
             _dir(other, shown, required=False)
             or _file(other / "info" / "alternates", f"{other}/info/alternates")
-            or _packs(other, f"{other}/pack")
+            or _objects(other, str(other))
             or _alternates(other, where, depth + 1)
         )
         if found:

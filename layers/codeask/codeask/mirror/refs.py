@@ -85,15 +85,15 @@ def resolve_local(repo: pygit2.Repository, spec: RepoSpec, shown: str) -> tuple[
             f"{_some(list(repo.branches.local), spec, where='the repository')}"
         )
     if repo.head_is_unborn:
-        # A bare repository whose HEAD names a branch it never had (master, when it has main).
-        names = list(repo.branches.local)
-        for preferred in ("main", "master", *(names if len(names) == 1 else ())):
-            if preferred in names:
-                ref = repo.references[f"refs/heads/{preferred}"]
-                return preferred, _commit_of(ref, preferred, shown)
+        # HEAD names a branch that does not exist (deleted, an orphan checkout, or a bare repo made
+        # with master that was pushed main): reading another branch would answer about code the
+        # repository does not say is current. Refused, as `pick_ref` and the doctor refuse it.
+        target = repo.references["HEAD"].target
+        missing = str(target).removeprefix("refs/heads/")
         raise BadInput(
-            f"{shown} has no commits on the branch its HEAD names; name a branch. "
-            f"{_some(names, where='the repository')}"
+            f"{shown} has no commits on branch {missing!r}, which its HEAD names (there is no "
+            f"such branch); name a branch to read. "
+            f"{_some(list(repo.branches.local), where='the repository')}"
         )
     head = repo.head
     label = DETACHED if repo.head_is_detached else head.shorthand

@@ -72,6 +72,35 @@ def clean_text(raw: bytes) -> str:
     return "".join(ch if ch.isprintable() or ch == "\t" else "" for ch in text)
 
 
+def clean_whole(data: bytes) -> str | None:
+    """A file's text decoded in one piece when no line of it needs `clean_text` (valid UTF-8, no
+    control byte but newlines and tabs: the usual file), else None. Line by line costs 0.1 ms on
+    a 50-line file, and a search pays it for every file it hits."""
+    text = data.decode("utf-8", errors="replace")
+    if "\ufffd" not in text and text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    return None
+
+
+def clean_lines(data: bytes) -> list[str]:
+    """A file's lines, each as `clean_text` makes it (a final newline ends the last line)."""
+    text = clean_whole(data)
+    if text is not None:
+        return split_lines(text)
+    lines = [clean_text(r) for r in data.split(b"\n")] if data else []
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def split_lines(text: str) -> list[str]:
+    """A text's lines, a final newline ending the last one (not starting an empty one)."""
+    lines = text.split("\n") if text else []
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def rg_command(
     rg: str,
     pattern: str,
