@@ -25,9 +25,9 @@ class MotoServer:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 60.0) -> MotoServer:
-        exe = Path(sys.executable).parent / "moto_server"
+        server = Path(__file__).with_name("moto_server_atomic.py")
         self.proc = subprocess.Popen(
-            [str(exe), "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, str(server), "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"},

@@ -60,6 +60,37 @@ def killed_before_finishing() -> Iterator[None]:
         yield
 
 
+def test_takes_at_the_same_moment_have_one_winner(stack: Stack) -> None:
+    """The ack's claim and the worker's take, from four threads at once: one wins, every time.
+    The burst below relies on this; moto checks a condition and then writes, unlocked, so on a
+    busy machine two took one job (tests/fakes/moto_server_atomic.py makes it hold as in AWS)."""
+    store = StateStore(stack.table, clients.aws("dynamodb"))
+    rounds, at_once = 60, 4
+    winners: Counter[str] = Counter()
+
+    def race(take: Any, key: str) -> None:
+        start = threading.Barrier(at_once)
+
+        def one(n: int) -> None:
+            start.wait()
+            if take(key, n):
+                with lock:
+                    winners[key] += 1
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(at_once)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    lock = threading.Lock()
+    for r in range(rounds):
+        race(lambda key, n: store.claim(key), f"event#Ev0RACE{r}")
+        race(lambda key, n: store.start_answer(key, f"worker{n}", stale_after_s=60), f"C1:{r}")
+    taken = [k for k, v in winners.items() if v != 1]
+    assert len(winners) == 2 * rounds and taken == [], taken
+
+
 def test_burst_with_faults_is_answered_exactly_once_each(stack: Stack) -> None:
     rng = random.Random(20261129)
     ack = load_handler("slack_events")
