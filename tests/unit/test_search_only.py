@@ -151,3 +151,61 @@ def test_rankings_repeat_exactly_even_when_the_raw_cap_cuts_the_search(
     ]
     # Then the same evidence comes back every time
     assert all(r == runs[0] for r in runs) and runs[0]
+
+
+def test_the_definition_a_question_names_wins_over_the_code_that_uses_it(tmp_path: Path) -> None:
+    # Given a small class and a long function that says its name (and the question's words) often
+    write(tmp_path, "app/render.py", "class Widget:\n    '''A box.'''\n    size = 1\n")
+    uses = "".join(f"    w{i} = Widget()  # define widget {i}\n" for i in range(30))
+    write(tmp_path, "app/build.py", f"def build_widgets():\n{uses}    return w0\n")
+    snap = Snapshot(tmp_path, "f" * 40, RepoRef("named", str(tmp_path)))
+    # When the question asks where that class is defined
+    result = search_only.answer("Where is the `Widget` class defined?", Toolbox(snap))
+    # Then its definition is first, cited at its own line rather than at a use
+    top = result.evidence[0]
+    assert (top.path, top.line, top.end_line, top.name) == ("app/render.py", 1, None, "Widget")
+    assert "`app/render.py:1`" in result.text
+
+
+def test_a_folder_the_question_names_outranks_its_twins(tmp_path: Path) -> None:
+    # Given two charts' values, the one the question does not name saying more of its words
+    values = "service:\n  ## the port the database listens on{}\n  port: 5432\n"
+    write(tmp_path, "charts/alpha/values.yaml", values.format(" (zeta chart database port)"))
+    write(tmp_path, "charts/zeta/values.yaml", values.format(""))
+    snap = Snapshot(tmp_path, "a" * 40, RepoRef("charts", str(tmp_path)))
+    # When the question names one chart
+    result = search_only.answer(
+        "Which port does the zeta chart's database listen on?", Toolbox(snap)
+    )
+    # Then that chart's file comes first
+    assert result.evidence[0].path == "charts/zeta/values.yaml"
+
+
+def test_docs_count_in_full_when_the_question_asks_about_docs(tmp_path: Path) -> None:
+    # Given a page generator under docs/ and a source function with the same words
+    gen = "def render_message_pages(messages):\n    '''Write one {}page per message.'''\n"
+    write(tmp_path, "docs/exts/message_pages.py", gen.format("docs ") + "    return messages\n")
+    write(tmp_path, "app/pages.py", gen.format("") + "    return messages\n")
+    snap = Snapshot(tmp_path, "d" * 40, RepoRef("docs", str(tmp_path)))
+    # When a question is not about docs, the source comes first; when it is, the docs' code does
+    plain = search_only.answer("What renders one page per message?", Toolbox(snap))
+    assert plain.evidence[0].path == "app/pages.py"
+    docs = search_only.answer(
+        "The docs have one page per message: what renders them?", Toolbox(snap)
+    )
+    assert docs.evidence[0].path == "docs/exts/message_pages.py"
+
+
+def test_a_default_is_answered_by_the_setting_not_the_function_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    # Given a constant and a function whose body says the question's words more often
+    uses = "".join(
+        f"    cache_limit_{i} = CACHE_SIZE  # cache size of entry {i}\n" for i in range(5)
+    )
+    write(tmp_path, "app/cache.py", f"CACHE_SIZE = 128\n\n\ndef grow_cache(entries):\n{uses}")
+    snap = Snapshot(tmp_path, "e" * 40, RepoRef("defaults", str(tmp_path)))
+    # When the question asks for a default
+    result = search_only.answer("What is the default cache size?", Toolbox(snap))
+    # Then the constant is cited
+    assert (result.evidence[0].path, result.evidence[0].line) == ("app/cache.py", 1)

@@ -43,6 +43,14 @@ K1, B = 1.2, 0.75
 SECOND_WEIGHT = 0.2
 DEEP_LINES = 12  # a body line further than this below its definition's line may be cited itself
 MIN_RELATIVE_SCORE = 0.12
+# A definition whose name is an identifier the question quotes is what "where is X" asks for.
+NAMED_WEIGHT = 3.0
+NAMED_FILES = 3  # ... unless more files than this define that name
+# A file under a folder the question names as a part of the code (`the postgresql chart`).
+FOLDER_WEIGHT = 1.5
+# "What is the default X": a constant, a macro or a config key sets it, not a function using it.
+DEFAULT_WEIGHT = 2.0
+SETTING_KINDS = ("constant", "definition", "key")
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
 UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
@@ -77,6 +85,12 @@ _CALLERS_RE = re.compile(
     r"\b(call(?:ers?|s|ed)?|call[- ]sites?|who\s+uses|every\s+(?:use|place)|all\s+(?:uses|places)|"
     r"which\s+places|where\s+is\s+\S+\s+used|usages?)\b",
     re.IGNORECASE,
+)
+
+
+_FOLDER_RE = re.compile(
+    r"\b([a-z0-9][\w.-]*?)(?:'s)?\s+(?:chart|package|module|folder|directory|subsystem|plugin|"
+    r"library|crate|app|service)s?\b|\bin\s+([a-z0-9][\w.-]*)/"
 )
 
 
@@ -191,11 +205,12 @@ class _Candidate:
     labels: set[str] = field(default_factory=set)
     body: dict[str, float] = field(default_factory=dict)  # term label -> its weight, once each
     hit_line: int | None = None  # where an exact phrase or identifier of the question is
+    named: bool = False  # its name is an identifier the question quotes
+    boost: float = 1.0  # what the question's intent makes of its kind
 
     def score(self) -> float:
-        return self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(
-            self.body.values()
-        )
+        s = self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(self.body.values())
+        return s * self.boost * (NAMED_WEIGHT if self.named else 1.0)
 
 
 @dataclass
@@ -231,7 +246,8 @@ def answer(
     found = _search_indexes(indexes, groups)
     chosen = _rg_terms(terms, indexes)
     pairs = _run_searches(toolbox, chosen)
-    evidence = rank(toolbox, indexes, found, groups, pairs)[:TOP_FILES]
+    evidence = rank(toolbox, indexes, found, groups, pairs, named_folders(question),
+                    asked_kinds(question), _DEFAULT_RE.search(question) is not None)[:TOP_FILES]  # fmt: skip
     searches = [o.describe() for _, o in pairs]
     if not evidence:
         large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
@@ -358,6 +374,9 @@ def rank(
     found: list[tuple[Found, str]],
     groups: list[tuple[tuple[str, ...], float, str]],
     pairs: list[tuple[Term, SearchOutcome]],
+    folders: frozenset[str] = frozenset(),
+    asked: frozenset[str] = frozenset(),
+    defaults: bool = False,
 ) -> list[Evidence]:
     """Files ranked by their best place: a definition whose name, scope, path or doc says what the
     question says (BM25 over the index), plus what its body says (the question's words in it, and
@@ -367,8 +386,13 @@ def rank(
         c = cands.setdefault((f.path, f.line), _Candidate(f.path, f.line, f.end, f.kind, f.name))
         c.bm25 = max(c.bm25, f.score)
         c.labels.update(x for x in labels.split(", ") if x)
-    _add_hits(toolbox, indexes, pairs, cands)
+    _add_hits(toolbox, indexes, pairs, cands, asked)
     _add_bodies(toolbox, indexes, groups, cands)
+    _mark_named(cands, {t.label for t, _ in pairs if t.exact and " " not in t.label})
+    if defaults:
+        for c in cands.values():
+            if c.kind in SETTING_KINDS:
+                c.boost = DEFAULT_WEIGHT
     by_file: dict[str, list[_Candidate]] = {}
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
@@ -379,10 +403,13 @@ def rank(
         if best.kind == "file" and len(cs) > 1 and cs[1].score() >= 0.5 * best.score():
             best = cs[1]  # cite what the file defines, not its first line
         second = cs[1].score() if len(cs) > 1 else 0.0
-        weight = FILE_KIND_WEIGHT[_file_kind(indexes, path)]
+        kind = _file_kind(indexes, path)
+        weight = 1.0 if kind in asked else FILE_KIND_WEIGHT[kind]
+        if folders.intersection(path.lower().split("/")[:-1]):
+            weight *= FOLDER_WEIGHT
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
-        if best.hit_line is not None and best.hit_line != best.line:
+        if best.hit_line is not None and best.hit_line != best.line and not best.named:
             if best.line < best.hit_line <= best.end and best.kind != "line":
                 end = best.hit_line  # the definition down to the line inside it that answers
             else:
@@ -395,14 +422,45 @@ def rank(
     return out
 
 
+def _mark_named(cands: dict[tuple[str, int], _Candidate], identifiers: set[str]) -> None:
+    """Mark the definitions named as the question names them, when there are few: a name defined
+    in many files (a Makefile variable, a method every class has) singles none of them out."""
+    wanted = {i.rsplit(".", 1)[-1] for i in identifiers}
+    named = [c for c in cands.values()
+             if c.kind != "line" and c.name and c.name.rsplit(".", 1)[-1] in wanted]  # fmt: skip
+    if len({c.path for c in named}) <= NAMED_FILES:
+        for c in named:
+            c.named = True
+
+
+_ASKED_KINDS = {"test": "test", "tests": "test", "testing": "test", "doc": "docs", "docs": "docs",
+                "documentation": "docs", "vendored": "vendored", "generated": "generated"}  # fmt: skip
+
+
+_DEFAULT_RE = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+
+
+def asked_kinds(question: str) -> frozenset[str]:
+    """The kinds of file a question asks about by name (tests, docs), which then count in full."""
+    return frozenset(_ASKED_KINDS[w] for w in re.findall(r"[a-z]+", question.lower())
+                     if w in _ASKED_KINDS)  # fmt: skip
+
+
+def named_folders(question: str) -> frozenset[str]:
+    """The folders a question names as a part of the code: `the postgresql chart`, `in malloc/`."""
+    return frozenset(m.group(1) or m.group(2) for m in _FOLDER_RE.finditer(question.lower()))
+
+
 def _add_hits(
     toolbox: Toolbox,
     indexes: list[tuple[str, DefinitionIndex]],
     pairs: list[tuple[Term, SearchOutcome]],
     cands: dict[tuple[str, int], _Candidate],
+    asked: frozenset[str] = frozenset(),
 ) -> None:
     """ripgrep's hits as evidence for the definition around each (or the bare line): each term once
-    per definition, however many near-identical lines say it."""
+    per definition, however many near-identical lines say it; in a kind of file the question asks
+    about (tests, docs), as much as in source."""
     n_files = max(1, len(toolbox.snapshot.files))
     spans = _Spans(toolbox, indexes, pairs)
     for term, outcome in pairs:
@@ -410,6 +468,8 @@ def _add_hits(
         weight = rarity * (EXACT_WEIGHT if term.exact else HIT_WEIGHT)
         for fh in outcome.files:
             defs = spans.of(fh.path)
+            kind = _file_kind(indexes, fh.path) if asked else ""
+            full = 1.0 / KIND_WEIGHT[kind] if kind in asked else 1.0
             for h in fh.hits[:HITS_PER_FILE]:
                 where = _innermost(defs, h.line)
                 if where is None:
@@ -420,7 +480,7 @@ def _add_hits(
                     key = (fh.path, start)
                     c = cands.setdefault(key, _Candidate(fh.path, start, end, kind, name))
                 if term.label not in c.body:
-                    c.body[term.label] = weight * min(1.0, h.score)
+                    c.body[term.label] = weight * min(1.0, h.score * full)
                     c.labels.add(term.label)
                     if term.exact and c.hit_line is None:
                         c.hit_line = h.line

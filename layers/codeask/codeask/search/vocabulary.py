@@ -109,6 +109,7 @@ _WORD_GROUPS = (
     "terminal tty isatty console",
     "password passwd secret",
     "count number num many",
+    "limit max maximum",
 )
 SYNONYMS: tuple[tuple[str, ...], ...] = tuple(
     tuple(dict.fromkeys(stem(w) for w in g.split())) for g in _WORD_GROUPS
