@@ -128,6 +128,15 @@ def markdown_texts(msgs: list[SlackMessage]) -> list[str]:
     return [b["text"] for m in msgs for b in m.blocks if b["type"] == "markdown"]
 
 
+def diagram_links(msgs: list[SlackMessage]) -> list[str]:
+    """Every Mermaid Live link the messages carry, in the order they appear."""
+    return re.findall(r"<(https://mermaid\.live/edit#pako:[^|>]*)\|", all_texts(msgs))
+
+
+def all_texts(msgs: list[SlackMessage]) -> str:
+    return "\n".join(t for m in msgs for b in m.blocks if b["type"] != "actions" for t in texts(b))
+
+
 def footer(msg: SlackMessage) -> str:
     last = msg.blocks[-1]
     assert last["type"] == "context"
@@ -147,6 +156,8 @@ def assert_within_limits(msgs: list[SlackMessage]) -> None:
             elif b["type"] == "context":
                 assert 1 <= len(b["elements"]) <= CONTEXT_ELEMENTS_MAX
                 assert all(len(el["text"]) <= TEXT_OBJECT_MAX for el in b["elements"])
+            elif b["type"] == "actions":
+                assert 1 <= len(b["elements"]) <= 25
             else:
                 pytest.fail(f"unexpected block type {b['type']}")
         assert markdown <= MARKDOWN_PER_MESSAGE_MAX
@@ -568,11 +579,17 @@ def prose_and_fences(draw: st.DrawFn) -> tuple[str, list[str]]:
     parts: list[str] = []
     code: list[str] = []
     for _ in range(draw(st.integers(1, 12))):
-        kind = draw(st.sampled_from(["prose", "run", "code"]))
+        kind = draw(st.sampled_from(["prose", "run", "code", "diagrams"]))
         if kind == "prose":
             parts.append(" ".join(draw(st.lists(_PROSE, min_size=1, max_size=20))))
         elif kind == "run":
             parts.append(draw(st.sampled_from("xé字")) * draw(st.integers(1, 7000)))
+        elif kind == "diagrams":
+            # now and then more than one message has blocks for their links
+            for k in range(draw(st.integers(1, 70))):
+                lines = ["flowchart TD", f"  A{k} --> B{k}"]
+                code += lines
+                parts.append("\n".join(["```mermaid", *lines, "```"]))
         else:
             lines = draw(st.lists(_CODE_LINE, max_size=60))
             lines = lines * draw(st.integers(1, 5))  # now and then longer than one block
@@ -603,9 +620,12 @@ def test_splitting_loses_no_line_of_code_and_balances_every_piece(
 def test_any_answer_renders_within_slacks_limits(
     make_answer: MakeAnswer, doc: tuple[str, list[str]]
 ) -> None:
-    msgs = render_answer(make_answer(doc[0]))
+    msgs = render_answer(make_answer(doc[0]), feedback_key="C1:1.0")
     assert_within_limits(msgs)
     assert all(b.count("```") % 2 == 0 for b in markdown_texts(msgs))
+    assert diagram_links(msgs) == [diagram.editor_link(s) for s in diagram.blocks(doc[0])]
+    assert msgs[0].blocks and all(len(m.blocks) >= 2 for m in msgs[1:])
+    assert msgs[-1].blocks[-1]["type"] == "actions"
 
 
 # --- splitting at its edges (each found by `make mutate`) ----------------------------------------
@@ -676,3 +696,37 @@ def test_a_continuation_leaves_room_for_its_label_in_the_text_budget(
     assert len(msgs) == 3
     assert all(sum(block_chars(b) for b in m.blocks) <= MESSAGE_TEXT_BUDGET for m in msgs)
     assert_within_limits(msgs)
+
+
+# --- many diagrams: the links and the footer kept within limits ---------------------------------
+
+
+def _diagrams(n: int) -> str:
+    return "\n\n".join(
+        f"Flow {k}:\n\n```mermaid\nflowchart TD\n  A{k} --> B{k}\n```" for k in range(n)
+    )
+
+
+@pytest.mark.parametrize("n", [47, 48, 60, 200])
+def test_many_diagrams_keep_every_message_within_limits_and_every_link(
+    n: int, make_answer: MakeAnswer
+) -> None:
+    # Given an answer with more diagrams than one message has blocks for their links
+    text = _diagrams(n)
+    # When it is rendered
+    msgs = render_answer(make_answer(text), feedback_key="C1:1.0")
+    # Then every message is within limits and holds more than its continuation label
+    assert_within_limits(msgs)
+    assert all(len(m.blocks) >= 2 for m in msgs[1:]) and msgs[0].blocks
+    assert msgs[0].blocks[0]["type"] == "markdown"
+    # and every diagram's link is there once, in order, with the body's text all kept
+    assert diagram_links(msgs) == [diagram.editor_link(s) for s in diagram.blocks(text)]
+    assert "\n\n".join(markdown_texts(msgs)) == text
+    # and the footer and the buttons close the last message, beside something else
+    assert msgs[-1].blocks[-1]["type"] == "actions"
+    assert "tool calls" in " ".join(texts(msgs[-1].blocks[-2]))
+    assert len(msgs[-1].blocks) > 3 and not any(
+        b["type"] == "actions" or "tool calls" in " ".join(texts(b))
+        for m in msgs[:-1]
+        for b in m.blocks
+    )

@@ -457,6 +457,38 @@ def _fits(draft: _Draft, extra: list[dict[str, Any]], reserve_blocks: int, reser
     )
 
 
+def _fits_last(drafts: list[_Draft], extra: list[dict[str, Any]]) -> bool:
+    """Whether `extra` fits the last draft, leaving room for its continuation label if any."""
+    reserve = LABEL_RESERVE if len(drafts) > 1 else 0
+    return _fits(drafts[-1], extra, 1 if reserve else 0, reserve)
+
+
+def _close(
+    drafts: list[_Draft], links: list[dict[str, Any]], closing: list[dict[str, Any]]
+) -> None:
+    """The diagram links and the closing blocks (warning, footer, buttons) after the body,
+    each message within the limits, the closing blocks never in a message alone."""
+    tail = links + closing
+    if _fits_last(drafts, tail):
+        drafts[-1].blocks.extend(tail)
+        return
+    carried = [drafts[-1].blocks[-1], *tail]
+    if _fits(_Draft([]), carried, 1, LABEL_RESERVE):
+        # Carry the last chunk over so the warning and footer never sit in a message alone.
+        drafts[-1].blocks.pop()
+        drafts.append(_Draft(carried))
+        return
+    # Too many diagrams for one message: the links fill messages in turn, then the closing
+    # blocks (together, so the footer stays beside its warning) go where they fit.
+    for unit in [[link] for link in links] + [closing]:
+        if not _fits_last(drafts, unit):
+            drafts.append(_Draft([]))
+        drafts[-1].blocks.extend(unit)
+    if len(drafts[-1].blocks) == len(closing):
+        # Each block is under a third of a message's text, so one more always fits beside them.
+        drafts[-1].blocks.insert(0, drafts[-2].blocks.pop())
+
+
 FEEDBACK_ACTIONS = {"codeask_feedback_up": "up", "codeask_feedback_down": "down"}
 
 
@@ -485,19 +517,20 @@ def render_answer(
         head.append(_context(f"⏳ This answer {_mrkdwn(answer.stale.message())}"))
     for note in answer.uncommitted:
         head.append(_context(f"📝 {_mrkdwn(note.message())}"))
-    tail: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
     for i, source in enumerate(diagram.blocks(answer.text), start=1):
         problems = diagram.validate(source)
         link = f"<{diagram.editor_link(source)}|Open diagram {i} in Mermaid Live>"
         if problems:
             link += " — ⚠️ it may not draw: " + _mrkdwn("; ".join(problems[:3]))
-        tail.append(_context(link))
+        links.append(_context(link))
+    closing: list[dict[str, Any]] = []
     warning = answer.warning
     if warning:
-        tail.append(_section(_mrkdwn(warning)))
-    tail.append(_footer(answer, elapsed_s))
+        closing.append(_section(_mrkdwn(warning)))
+    closing.append(_footer(answer, elapsed_s))
     if feedback_key:
-        tail.append(_feedback(feedback_key))
+        closing.append(_feedback(feedback_key))
 
     drafts = [_Draft(list(head))]
     for chunk in chunks:
@@ -507,13 +540,7 @@ def render_answer(
         if drafts[-1].blocks and not _fits(drafts[-1], [block], 1 if reserve else 0, reserve):
             drafts.append(_Draft([]))
         drafts[-1].blocks.append(block)
-    last = drafts[-1]
-    reserve = LABEL_RESERVE if len(drafts) > 1 else 0
-    if not _fits(last, tail, 1 if reserve else 0, reserve):
-        # Carry the last chunk over so the warning and footer never sit in a message alone.
-        moved = last.blocks.pop()
-        drafts.append(_Draft([moved]))
-    drafts[-1].blocks.extend(tail)
+    _close(drafts, links, closing)
 
     n = len(drafts)
     fallback = _fallback(answer.text)
