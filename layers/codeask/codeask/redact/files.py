@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
+from collections.abc import Iterator
 from itertools import accumulate
 
 from codeask.redact.assignments import (
@@ -356,6 +357,17 @@ def _owner(lines: list[str], i: int, col: int) -> str | None:
     return None
 
 
+def _secret_keys_at(
+    pattern: re.Pattern[str], lines: list[str], text: str, starts: list[int]
+) -> Iterator[tuple[re.Match[str], int, _Entry]]:
+    """Each match of `pattern` on a line whose key names a secret: the match, its line, the entry."""
+    for m in pattern.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        entry = _entry(lines[i])
+        if entry is not None and judge_name(entry.key) is not None:
+            yield m, i, entry
+
+
 # A secret-named key whose value continues on the more-indented lines below it: a YAML block
 # scalar (`password: |`) or an INI multi-line value (`password =` then indented lines). Found
 # from the rarer end of the line, then the key before it is judged.
@@ -368,11 +380,7 @@ _BLOCK_START = {
 def _block_value_pieces(lines: list[str], text: str, starts: list[int], syntax: str) -> list[Piece]:
     """The indented lines that continue a secret-named key's value."""
     pieces: list[Piece] = []
-    for m in _BLOCK_START[syntax].finditer(text):
-        i = bisect.bisect_right(starts, m.start()) - 1
-        entry = _entry(lines[i])
-        if entry is None or judge_name(entry.key) is None:
-            continue
+    for _, i, entry in _secret_keys_at(_BLOCK_START[syntax], lines, text, starts):
         for j in range(i + 1, len(lines)):
             line = lines[j]
             if not line.strip(" \t\r"):
@@ -399,11 +407,7 @@ def _multiline_string_pieces(
 ) -> list[Piece]:
     """The lines of a multi-line string assigned to a secret-named key."""
     pieces: list[Piece] = []
-    for m in _MULTILINE_OPEN[syntax].finditer(text):
-        i = bisect.bisect_right(starts, m.start()) - 1
-        entry = _entry(lines[i])
-        if entry is None or judge_name(entry.key) is None:
-            continue
+    for m, i, _ in _secret_keys_at(_MULTILINE_OPEN[syntax], lines, text, starts):
         delim = m.group("d")
         heredoc = syntax == "hcl"
         col = m.end() - starts[i]
