@@ -211,17 +211,11 @@ class Snapshots:
             return 0
         now = time.time()
         for repo_dir in repo_dirs:
-            try:
-                entries = list(os.scandir(repo_dir))
-            except OSError:
+            entries = _dated_entries(repo_dir)
+            if entries is None:
                 continue
             names = set()
-            for entry in entries:
-                path = Path(entry.path)
-                try:
-                    mtime = entry.stat(follow_symlinks=False).st_mtime
-                except OSError:
-                    continue
+            for entry, path, mtime in entries:
                 if entry.name.startswith(".trash-") or (
                     entry.name.startswith(".tmp-") and now - mtime > TEMP_IDLE_S
                 ):
@@ -263,16 +257,10 @@ class Snapshots:
         """Drop this repo's snapshots beyond `keep` that nobody used for ten minutes."""
         now = time.time()
         kept: list[tuple[float, Path]] = []
-        try:
-            entries = list(os.scandir(repo_dir))
-        except OSError:
+        entries = _dated_entries(repo_dir)
+        if entries is None:
             return
-        for entry in entries:
-            path = Path(entry.path)
-            try:
-                mtime = entry.stat(follow_symlinks=False).st_mtime
-            except OSError:
-                continue
+        for entry, path, mtime in entries:
             if entry.name.startswith((".tmp-", ".trash-")):
                 if now - mtime > TEMP_IDLE_S:
                     remove_tree(path)
@@ -290,7 +278,9 @@ class Snapshots:
                 continue
             self._evict(path)
         names = {
-            e.name for e in entries if _SNAPSHOT_DIR_RE.match(e.name) and os.path.isdir(e.path)
+            e.name
+            for e, _, _ in entries
+            if _SNAPSHOT_DIR_RE.match(e.name) and os.path.isdir(e.path)
         }
         for orphan in spare.orphans(repo_dir, names):
             remove_tree(orphan)  # its snapshot is gone: it would only hold that one's files
@@ -336,6 +326,21 @@ class Snapshots:
 
 
 _MISSING = "it is missing"
+
+
+def _dated_entries(repo_dir: Path) -> list[tuple[os.DirEntry[str], Path, float]] | None:
+    """A repo folder's entries with their own (unfollowed) mtimes; None when it cannot be listed."""
+    try:
+        entries = list(os.scandir(repo_dir))
+    except OSError:
+        return None
+    dated = []
+    for entry in entries:
+        try:
+            dated.append((entry, Path(entry.path), entry.stat(follow_symlinks=False).st_mtime))
+        except OSError:
+            continue
+    return dated
 
 
 def _orphan_index(repo_dir: Path, name: str, idle_s: float) -> bool:
