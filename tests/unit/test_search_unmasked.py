@@ -168,3 +168,22 @@ def test_a_batch_too_small_or_a_listing_that_fails_leaves_every_file_to_be_read(
     failing = Signs(str(broken), repo, timeout_s=10.0)
     failing.sort(many)
     assert not any(failing.alone(m) for m in many)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xef\xbb\xbfneedle = 1\n", "needle = 1\n".encode("utf-16")],
+    ids=["utf-8-bom", "utf-16-bom"],
+)
+def test_a_file_with_a_byte_order_mark_is_listed_as_python_reads_it(
+    repo: Path, data: bytes
+) -> None:
+    # rg would strip a BOM (and decode UTF-16) before looking for signs; Python sees the bytes.
+    (repo / "pkg" / "bom.py").write_bytes(data)
+    assert not stands_alone(data.decode("utf-8", errors="replace"), "pkg/bom.py")
+    signs = Signs(find_rg(), repo, timeout_s=10.0)
+    plain = [RawMatch(f"pkg/m{i}.py", 2, "    return common_route(event)") for i in range(150)]
+    bom = RawMatch("pkg/bom.py", 1, "needle = 1")
+    signs.sort([*plain, bom])
+    assert all(signs.alone(m) for m in plain)
+    assert not signs.alone(bom)

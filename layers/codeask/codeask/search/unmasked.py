@@ -60,7 +60,9 @@ def code_by_name(path: str) -> bool:
 
 
 # The same signs for rg, with what else keeps a file from standing alone: a control byte (a
-# carriage return too) or a NUL, a byte outside ASCII. Searched case-insensitively, as text.
+# carriage return too) or a NUL, a byte outside ASCII. Searched case-insensitively, as text, in
+# the raw bytes Python reads (`--encoding none`: rg would otherwise strip a byte-order mark and
+# decode UTF-16 before looking).
 _RG_SIGNS = r"private key|ls0t|password|\\\r?$|(?-u:[\x00-\x08\x0b-\x1f\x7f-\xff])"
 
 
@@ -94,7 +96,7 @@ class Signs:
 
     def _listed(self, paths: list[str]) -> set[str] | None:
         cmd = rg_command(self.rg, _RG_SIGNS, ignore_case=True, max_filesize=1 << 62,
-                         extra_args=["--files-with-matches", "--text"])  # fmt: skip
+                         extra_args=["--files-with-matches", "--text", "--encoding", "none"])  # fmt: skip
         cmd = cmd[: cmd.index("--") + 1] + paths
         try:
             done = subprocess.run(cmd, cwd=self.root, stdin=subprocess.DEVNULL,
