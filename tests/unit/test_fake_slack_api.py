@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.models.blocks import DividerBlock, SectionBlock
 
-from fakes.slack_api import MAX_BLOCKS, Call, Channel, FakeSlack
+from fakes.slack_api import MAX_BLOCKS, MAX_TEXT_OBJECT_CHARS, Call, Channel, FakeSlack
 
 CHANNEL = "C0GENERAL"
 
@@ -230,9 +230,14 @@ def test_blocks_round_trip_from_sdk_models_and_from_form_strings(
         [{"text": "no type"}],
         [{"type": "divider"}] * (MAX_BLOCKS + 1),
         "not json",
+        [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * (MAX_TEXT_OBJECT_CHARS + 1)}}],
+        [{"type": "context", "elements": [{"type": "mrkdwn", "text": "x" * 3_001}]}],
+        [{"type": "context", "elements": [{"type": "mrkdwn", "text": "x"}] * 11}],
+        [{"type": "context", "elements": []}],
     ],
-    ids=["missing-type", "too-many", "not-json"],
-)
+    ids=["missing-type", "too-many", "not-json", "long-section", "long-context", "wide-context",
+         "empty-context"],
+)  # fmt: skip
 def test_malformed_blocks_are_invalid_blocks(client: WebClient, blocks: object) -> None:
     params = {
         "channel": CHANNEL,
@@ -242,6 +247,26 @@ def test_malformed_blocks_are_invalid_blocks(client: WebClient, blocks: object) 
     with pytest.raises(SlackApiError) as excinfo:
         client.api_call("chat.postMessage", params=params)
     assert error_of(excinfo) == "invalid_blocks"
+
+
+def test_texts_at_the_limits_are_accepted(client: WebClient) -> None:
+    full = "x" * MAX_TEXT_OBJECT_CHARS
+    blocks = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": full}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": full}] * 10},
+        {"type": "markdown", "text": "y" * 6_000},
+        {"type": "markdown", "text": "y" * 6_000},
+    ]
+    assert client.chat_postMessage(channel=CHANNEL, text="x", blocks=blocks)["ok"]
+
+
+def test_markdown_blocks_over_twelve_thousand_chars_together_are_too_long(
+    client: WebClient,
+) -> None:
+    blocks = [{"type": "markdown", "text": "y" * 6_000}, {"type": "markdown", "text": "y" * 6_001}]
+    with pytest.raises(SlackApiError) as excinfo:
+        client.chat_postMessage(channel=CHANNEL, text="x", blocks=blocks)
+    assert error_of(excinfo) == "msg_blocks_too_long"
 
 
 def test_text_over_forty_thousand_chars_is_msg_too_long(client: WebClient) -> None:
