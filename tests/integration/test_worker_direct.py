@@ -16,7 +16,7 @@ from codeask.job import Job
 from codeask.mirror import MirrorStore
 from codeask.model import make_client
 from codeask.settings import Settings
-from codeask.state import AnswerStatus, StateStore
+from codeask.state import CLOCK_SKEW_S, AnswerStatus, StateStore
 from codeask.worker import Outcome, OutcomeStatus
 from fakes.messages_api import Reply, text, tool_use
 from fakes.stack import BOT_TOKEN, CHANNEL, Stack, state_clock
@@ -56,7 +56,7 @@ def answer(s: Settings, the_job: Job, *, owner: str = "this-worker", **kwargs: A
         store=store(),
         slack=clients.slack(s.slack_bot_token, s.slack_api_url),
         mirrors=MirrorStore.from_settings(s),
-        deadline=time.monotonic() + 100,
+        deadline=kwargs.pop("deadline", time.monotonic() + 100),
         owner=owner,
         model_client=lambda: make_client(s),
         stream_slack=clients.slack(s.slack_bot_token, s.slack_api_url, wait_out_429=False),
@@ -223,6 +223,28 @@ def test_releasing_a_job_another_worker_has_taken_over_leaves_it_with_that_worke
     state = store().get_answer(KEY)
     assert state is not None and (state.status, state.owner) == (AnswerStatus.WORKING, "new-owner")
     assert store().start_answer(KEY, "redelivery", stale_after_s=600) is None
+
+
+def test_a_live_worker_near_its_timeout_keeps_its_job_and_a_dead_one_loses_it(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a worker Lambda with a 300 s timeout, and a job taken 290 s ago by a worker that is
+    # still within its invocation (its own deadline long past, still posting its answer)
+    s = settings(monkeypatch, CODEASK_WORKER_TIMEOUT_S="300", CODEASK_STREAM="off")
+    stack.model.script = lambda body: Reply([text(ANSWER)])
+    with state_clock(290):
+        assert store().start_answer(KEY, "live-worker", stale_after_s=600) is not None
+    # When a redelivery of the job reaches another worker, this one with little time left
+    outcome = answer(s, job(), owner="redelivery", deadline=time.monotonic() + 30)
+    # Then it leaves the job alone
+    assert outcome.status == OutcomeStatus.SKIPPED and bot_replies(stack) == []
+    state = store().get_answer(KEY)
+    assert state is not None and state.owner == "live-worker"
+    # But once the record is older than the timeout and the clocks' skew, its worker is gone
+    store().db.delete_item(TableName=store().table, Key={"pk": {"S": "answer#" + KEY}})
+    with state_clock(300 + CLOCK_SKEW_S + 1):
+        assert store().start_answer(KEY, "dead-worker", stale_after_s=600) is not None
+    assert answer(s, job(), owner="redelivery").status == OutcomeStatus.ANSWERED
 
 
 def test_releasing_an_answered_job_leaves_it_answered(stack: Stack) -> None:

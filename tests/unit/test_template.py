@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from codeask.errors import ConfigError
 from codeask.settings import Settings
+from codeask.state import check_worker_timeout, lease_s
 from fakes.cfn import CfnLoader
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,6 +177,34 @@ def test_the_jobs_queue_looks_its_visibility_up_with_the_worker_timeout(
         "Fn::FindInMap": ["WorkerTimeouts", ref("WorkerTimeoutSeconds"), "QueueVisibilityTimeout"]
     }
     assert props(template, "AnswerWorkerFunction")["Timeout"] == ref("WorkerTimeoutSeconds")
+
+
+def test_a_jobs_lease_outlives_its_worker_and_ends_before_the_job_comes_back(
+    template: dict[str, Any],
+) -> None:
+    # The worker is told its own timeout, since a job's lease is derived from it
+    assert env(template, "AnswerWorkerFunction")["CODEASK_WORKER_TIMEOUT_S"] == ref(
+        "WorkerTimeoutSeconds"
+    )
+    table = template["Mappings"]["WorkerTimeouts"]
+    for timeout in template["Parameters"]["WorkerTimeoutSeconds"]["AllowedValues"]:
+        s = Settings.from_env({"CODEASK_WORKER_TIMEOUT_S": str(timeout)})
+        lease = lease_s(s.worker_timeout_s)
+        # A worker still inside its invocation is never taken for a dead one...
+        assert lease > timeout
+        # ...and the redelivery of a dead worker's job (after the visibility timeout) takes it
+        assert lease < table[str(timeout)]["QueueVisibilityTimeout"], timeout
+        # An invocation as long as the template allows passes the start-up check
+        check_worker_timeout(s.worker_timeout_s, float(timeout))
+    # A run without the template assumes the longest timeout Lambda has: never too short
+    assert Settings.from_env({}).worker_timeout_s >= 900
+
+
+def test_a_worker_timeout_setting_shorter_than_the_invocation_stops_the_worker() -> None:
+    with pytest.raises(ConfigError, match="CODEASK_WORKER_TIMEOUT_S is 300 s .* may run 900 s"):
+        check_worker_timeout(300.0, 900.0)
+    with pytest.raises(ConfigError, match="CODEASK_WORKER_TIMEOUT_S"):
+        Settings.from_env({"CODEASK_WORKER_TIMEOUT_S": "five minutes"})
 
 
 MAX_RECEIVES = {"Fn::FindInMap": ["Jobs", "Queue", "MaxReceiveCount"]}

@@ -149,7 +149,7 @@ def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
     from codeask import worker
     from codeask.mirror import MirrorStore
     from codeask.model import make_client
-    from codeask.state import StateStore
+    from codeask.state import StateStore, check_worker_timeout
     from codeask.worker import OutcomeStatus
 
     s = settings()
@@ -159,6 +159,7 @@ def answer_record(record: SQSRecord, context: LambdaContext | None) -> str:
     logger.append_keys(event_id=job.event_id, channel=job.channel, thread_ts=job.thread_ts,
                        user=job.user)  # fmt: skip
     remaining = context.get_remaining_time_in_millis() / 1000 if context else 300.0
+    check_worker_timeout(s.worker_timeout_s, remaining)
     with span("job"), _counted_failure():
         outcome = worker.answer_job(
             job,

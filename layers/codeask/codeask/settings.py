@@ -119,6 +119,9 @@ class Settings:
     bot_config: BotConfig | None = None
     answer_margin_s: float = 20.0
     max_receives: int = 3  # the jobs queue's maxReceiveCount: the worker's last attempt
+    # The answer worker's Lambda timeout: a job's lease runs this long (state.lease_s). Lambda's
+    # longest by default, so a run without the template never takes a live worker's job.
+    worker_timeout_s: float = 900.0
     # Whether answers are shown in Slack while they are written, and how often what is new is
     # sent on (see slack_stream.py for the measurements).
     stream: bool = True
@@ -177,6 +180,7 @@ class Settings:
             bot_config=BotConfig.load(env["CODEASK_CONFIG"]) if env.get("CODEASK_CONFIG") else None,
             answer_margin_s=_float(env, "CODEASK_ANSWER_MARGIN_S", 20.0),
             max_receives=_int(env, "CODEASK_MAX_RECEIVES", 3),
+            worker_timeout_s=_float(env, "CODEASK_WORKER_TIMEOUT_S", 900.0),
             stream=_switch(env, "CODEASK_STREAM", True),
             stream_append_s=_float(env, "CODEASK_STREAM_APPEND_S", 0.6),
             stream_edit_s=_float(env, "CODEASK_STREAM_EDIT_S", 2.0),

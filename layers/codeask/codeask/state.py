@@ -8,12 +8,37 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from codeask.errors import ConfigError
+
 DEDUPE_TTL_S = 3 * 24 * 3600  # Slack retries for about an hour; a late retry is still caught
 ANSWER_TTL_S = 14 * 24 * 3600
 THREAD_TTL_S = 30 * 24 * 3600
 MAX_TURNS = 4  # earlier turns carried into a follow-up; older ones drop off
 MAX_TURN_CHARS = 3000
 MAX_SHOWN_CHARS = 40_000  # a streamed answer's text is kept whole (items hold up to 400 KB)
+# Two Lambda instances' clocks (started_at is written by one and read by another) disagree by
+# far less than this; a lease outlives its worker's timeout by it.
+CLOCK_SKEW_S = 30.0
+
+
+def lease_s(worker_timeout_s: float) -> float:
+    """How long a "working" record stays its worker's (`start_answer`'s `stale_after_s`).
+
+    Lambda ends an invocation at its function's timeout, and a worker takes its job after its
+    invocation began, so once a record is older than the timeout its worker is gone: before
+    that, however close to its end, a worker may still be posting its answer."""
+    return worker_timeout_s + CLOCK_SKEW_S
+
+
+def check_worker_timeout(worker_timeout_s: float, remaining_s: float) -> None:
+    """Fail at the start of an invocation that could outlive the timeout the leases assume, so
+    a live worker is never taken for a dead one (CODEASK_WORKER_TIMEOUT_S set too short)."""
+    if remaining_s > worker_timeout_s + 1:
+        raise ConfigError(
+            f"CODEASK_WORKER_TIMEOUT_S is {worker_timeout_s:g} s but this invocation may run "
+            f"{remaining_s:.0f} s: set it to the answer worker's Timeout (template.yaml passes "
+            "WorkerTimeoutSeconds), or a job could be taken from a worker still answering it"
+        )
 
 
 class AnswerStatus(StrEnum):
@@ -115,8 +140,9 @@ class StateStore:
     def start_answer(self, key: str, owner: str, *, stale_after_s: float) -> AnswerState | None:
         """Take the job, or None when it is answered or another live worker has it.
 
-        A "working" record older than `stale_after_s` belongs to a worker that died: it is taken
-        over (conditionally on the record being unchanged), keeping its placeholder to edit.
+        A "working" record older than `stale_after_s` (`lease_s` of the worker's timeout)
+        belongs to a worker that died: it is taken over (conditionally on the record being
+        unchanged), keeping its placeholder to edit.
         """
         now = time.time()
         pk = "answer#" + key

@@ -26,7 +26,7 @@ from codeask.render import (
 )
 from codeask.settings import Settings
 from codeask.slack_stream import SlackStream
-from codeask.state import StateStore
+from codeask.state import StateStore, lease_s
 
 PROGRESS_EDIT_INTERVAL_S = 4.0  # chat.update is a tier-3 method: stay far below ~50 a minute
 
@@ -163,7 +163,7 @@ def answer_job(
     does not sit out 429s, since the stream backs off by itself); the finished answer then
     replaces what was shown."""
     key = job.dedupe_key
-    state = store.start_answer(key, owner, stale_after_s=max(60.0, deadline - time.monotonic()))
+    state = store.start_answer(key, owner, stale_after_s=lease_s(settings.worker_timeout_s))
     if state is None:
         logger.info("job already answered or in hand", extra={"event_id": job.event_id})
         return Outcome(OutcomeStatus.SKIPPED)
