@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from slack_sdk import WebClient
 
 from codeask import diagram
 from codeask.answer import Answer
@@ -19,6 +20,8 @@ from codeask.botconfig import Refusal
 from codeask.mirror import StaleNote, UncommittedNote
 from codeask.render import (
     BODY_BLOCK_CHARS,
+    HEAD_CHARS,
+    HEAD_NOTES_MAX,
     MESSAGE_TEXT_BUDGET,
     Failure,
     SlackMessage,
@@ -33,6 +36,7 @@ from codeask.render import (
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.verify import verify_answer
 from conftest import examples
+from fakes.slack_api import Channel, FakeSlack
 
 SHA = "a3f9c21" + "0" * 33
 REPO_URL = "https://github.com/acme/billing.git"
@@ -730,3 +734,98 @@ def test_many_diagrams_keep_every_message_within_limits_and_every_link(
         for m in msgs[:-1]
         for b in m.blocks
     )
+
+
+# --- what Slack would refuse: a diagram too large to link, header notes without end -------------
+
+
+def post_all(msgs: list[SlackMessage]) -> None:
+    """Post every message to the fake Slack, which checks Block Kit's limits as Slack does."""
+    with FakeSlack() as slack:
+        slack.channels["C1"] = Channel(id="C1")
+        client = WebClient(token="xoxb-test", base_url=slack.base_url, retry_handlers=[])
+        for m in msgs:
+            client.chat_postMessage(channel="C1", text=m.text, blocks=m.blocks)
+
+
+def links_are_whole(msgs: list[SlackMessage]) -> bool:
+    """Every `<…>` of the mrkdwn texts closed: a clipped link would leave a bare `<https…`."""
+    for t in (
+        t for m in msgs for b in m.blocks if b["type"] in ("section", "context") for t in texts(b)
+    ):
+        if re.sub(r"<[^<>]*>", "", t).count("<"):
+            return False
+    return True
+
+
+def _big_diagram(nodes: int) -> str:
+    """A flowchart whose labels do not compress, so its editor link grows with it."""
+    rng = random.Random(nodes)
+    lines = ["flowchart TD"]
+    lines += [f"  N{k}[{rng.getrandbits(64):016x}] --> N{k + 1}" for k in range(nodes)]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("nodes", [150, 400])
+def test_a_diagram_too_large_for_a_link_is_shown_whole_with_a_note(
+    nodes: int, make_answer: MakeAnswer
+) -> None:
+    # Given an answer with a small diagram and one whose editor link is longer than Slack takes
+    small, big = "flowchart LR\n  A --> B", _big_diagram(nodes)
+    assert len(diagram.editor_link(big)) > TEXT_OBJECT_MAX
+    text = f"Small:\n\n```mermaid\n{small}\n```\n\nBig:\n\n```mermaid\n{big}\n```"
+    # When it is rendered
+    msgs = render_answer(make_answer(text), feedback_key="C1:1.0")
+    # Then the small one keeps its link, and no link is cut short anywhere
+    assert diagram_links(msgs) == [diagram.editor_link(small)]
+    assert links_are_whole(msgs)
+    # and the big one says why it has no link and where its code can go
+    notes = all_texts(msgs)
+    assert "Diagram 2 is too large to open from a link" in notes
+    assert f"<{diagram.EDITOR_HOME}|Mermaid Live>" in notes
+    # and its code is all in the answer, line for line
+    assert code_lines(markdown_texts(msgs)) == small.split("\n") + big.split("\n")
+    assert_within_limits(msgs)
+    post_all(msgs)
+
+
+def test_a_diagram_that_may_not_draw_keeps_its_link_beside_a_long_reason(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given a diagram whose problem quotes a very long line, with a link near Slack's limit
+    source = _big_diagram(90) + "\n  B --> " + "&<x" * 1500
+    msgs = render_answer(make_answer(f"```mermaid\n{source}\n```"))
+    # Then the reason is cut short, never the link
+    assert diagram_links(msgs) == [diagram.editor_link(source)] and links_are_whole(msgs)
+    assert "it may not draw" in all_texts(msgs)
+    assert_within_limits(msgs)
+    post_all(msgs)
+
+
+def test_header_notes_for_many_repos_and_long_errors_stay_within_slacks_limits(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given an answer from a mirror that could not be refreshed for a very long reason, over
+    # sixty work trees with changes left out, some of which could not be checked at all
+    stale = StaleNote(sha=SHA, as_of=datetime(2025, 3, 1, tzinfo=UTC), reason="x&<y " * 2000)
+    notes = [
+        UncommittedNote(repo=f"repo{k}", sha=SHA, changed=k + 1, untracked=0,
+                        error=("permission denied & more " * 300) if k % 2 else None)
+        for k in range(64)
+    ]  # fmt: skip
+    body = "\n\n".join(_paragraph(k, 2_500) for k in range(3))
+    msgs = render_answer(make_answer(body, stale=stale, uncommitted=notes), feedback_key="C1:1.0")
+    # Then every message is one Slack takes
+    assert_within_limits(msgs)
+    assert links_are_whole(msgs)
+    post_all(msgs)
+    # and the first message opens with a bounded number of notes, then the answer's body
+    first = msgs[0].blocks
+    head = [b for b in first[: first.index(next(b for b in first if b["type"] == "markdown"))]]
+    assert 2 <= len(head) <= HEAD_NOTES_MAX and all(b["type"] == "context" for b in head)
+    assert sum(block_chars(b) for b in head) <= HEAD_CHARS
+    # which still say the answer may be stale, name the first repos, and count the rest
+    shown = " ".join(t for b in head for t in texts(b))
+    assert "may be stale" in shown and "repo0:" in shown
+    assert f"{64 - (HEAD_NOTES_MAX - 2)} more repositories" in shown
+    assert "\n\n".join(markdown_texts(msgs)) == body

@@ -7,7 +7,8 @@ import json
 import re
 import zlib
 
-EDITOR = "https://mermaid.live/edit#pako:"
+EDITOR_HOME = "https://mermaid.live/edit"
+EDITOR = EDITOR_HOME + "#pako:"
 _FENCE_RE = re.compile(r"^```mermaid[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _HEADER_RE = re.compile(r"^(flowchart|graph)(?:\s+(TB|TD|BT|RL|LR))?\s*;?$")
 _ID = r"[A-Za-z_][\w.-]*"

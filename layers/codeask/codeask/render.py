@@ -40,6 +40,13 @@ DETAIL_CHARS = 200
 # than leaving a couple of its lines stranded at the bottom of this one.
 MIN_SPLIT_ROOM = 400
 LABEL_RESERVE = 40  # "(continued 12/12)" plus its markup
+# The notes above an answer (may be stale, uncommitted changes left out): one repo's note is a
+# line or two, but a workspace of many repos, or a long error, must not push the body out of
+# the first message nor the message past its blocks.
+HEAD_CHARS = 2_000
+HEAD_NOTES_MAX = 5
+NOTE_CHARS = 600
+PROBLEMS_CHARS = 300  # why a diagram may not draw, beside its link
 
 ZWSP = "\u200b"
 
@@ -94,6 +101,17 @@ def _one_line(text: str) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _mrkdwn_clip(text: str, limit: int) -> str:
+    """`_mrkdwn(text)` in at most `limit` characters, cut in the raw text so that no escape
+    (`&amp;`) or link is cut in half the way clipping the escaped text would."""
+    raw, out = text, _mrkdwn(text)
+    while len(out) > limit:
+        # Escapes lengthen the text unevenly: cut in proportion, and always by something.
+        raw = _clip(raw, max(1, min(len(raw) - 1, len(raw) * limit // len(out))))
+        out = _mrkdwn(raw)
+    return out
 
 
 # --- markup stripping for fallbacks ---------------------------------------------------------
@@ -489,6 +507,46 @@ def _close(
         drafts[-1].blocks.insert(0, drafts[-2].blocks.pop())
 
 
+def _head(answer: Answer) -> list[dict[str, Any]]:
+    """The notes above the answer, at most HEAD_NOTES_MAX blocks and HEAD_CHARS characters
+    however many repos they concern: past the limit, the repos left are named in one more."""
+    notes = []
+    if answer.stale is not None:
+        notes.append(f"⏳ This answer {answer.stale.message()}")
+    uncommitted = list(answer.uncommitted)
+    keep = len(uncommitted)
+    if len(notes) + keep > HEAD_NOTES_MAX:
+        keep = HEAD_NOTES_MAX - len(notes) - 1  # and one more block names the rest
+    shown, more = uncommitted[:keep], uncommitted[keep:]
+    notes += [f"📝 {note.message()}" for note in shown]
+    if more:
+        names = ", ".join(note.repo for note in more)
+        notes.append(
+            f"📝 {len(more)} more repositories have uncommitted changes that are not included, "
+            f"or could not be checked for them: {names}"
+        )
+    each = min(NOTE_CHARS, HEAD_CHARS // max(1, len(notes)))
+    return [_context(_mrkdwn_clip(note, each)) for note in notes]
+
+
+def _diagram_link(i: int, source: str) -> dict[str, Any]:
+    """A link that opens diagram `i` in Mermaid Live, or, when the diagram is too large for a
+    link Slack takes, a note saying so and where to paste its code (the answer shows it whole)."""
+    problems = diagram.validate(source)
+    note = ""
+    if problems:
+        note = " — ⚠️ it may not draw: " + _mrkdwn_clip("; ".join(problems[:3]), PROBLEMS_CHARS)
+    link = diagram.editor_link(source)
+    text = f"<{link}|Open diagram {i} in Mermaid Live>"
+    if len(text) + len(note) > SECTION_TEXT_MAX:
+        text = (
+            f"Diagram {i} is too large to open from a link ({len(link):,} characters; Slack "
+            f"takes {SECTION_TEXT_MAX:,}): paste its code from the answer into "
+            f"<{diagram.EDITOR_HOME}|Mermaid Live>"
+        )
+    return _context(text + note)
+
+
 FEEDBACK_ACTIONS = {"codeask_feedback_up": "up", "codeask_feedback_down": "down"}
 
 
@@ -512,18 +570,8 @@ def render_answer(
     """The answer as messages for its thread: the first replaces the placeholder."""
     body = body_markdown(answer.text, answer.verification)
     chunks = split_body(body) or ["_(The answer came back empty.)_"]
-    head: list[dict[str, Any]] = []
-    if answer.stale is not None:
-        head.append(_context(f"⏳ This answer {_mrkdwn(answer.stale.message())}"))
-    for note in answer.uncommitted:
-        head.append(_context(f"📝 {_mrkdwn(note.message())}"))
-    links: list[dict[str, Any]] = []
-    for i, source in enumerate(diagram.blocks(answer.text), start=1):
-        problems = diagram.validate(source)
-        link = f"<{diagram.editor_link(source)}|Open diagram {i} in Mermaid Live>"
-        if problems:
-            link += " — ⚠️ it may not draw: " + _mrkdwn("; ".join(problems[:3]))
-        links.append(_context(link))
+    head = _head(answer)
+    links = [_diagram_link(i, s) for i, s in enumerate(diagram.blocks(answer.text), start=1)]
     closing: list[dict[str, Any]] = []
     warning = answer.warning
     if warning:
