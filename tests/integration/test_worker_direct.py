@@ -328,6 +328,8 @@ def test_a_repo_that_cannot_be_read_ends_the_job_with_a_failure_that_says_why(
     assert "something went wrong" in shown(reply) and "is not an existing local path" in shown(
         reply
     )
+    # named by its last name only: where the bot keeps things is for its logs
+    assert "'…/gone'" in shown(reply) and str(stack.tmp) not in json.dumps(reply)
     assert stack.model.requests == []
     state = store().get_answer(KEY)
     assert state is not None and state.status == AnswerStatus.ANSWERED

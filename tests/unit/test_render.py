@@ -557,6 +557,27 @@ def test_failure_details_never_show_stack_traces_secrets_or_mentions() -> None:
     assert "<" not in render_failure("error", "bad <https://x.example|link>").text
 
 
+def test_failure_details_and_header_notes_never_show_the_machines_paths(
+    make_answer: MakeAnswer,
+) -> None:
+    # Given a failure and a stale mirror whose reasons carry paths of the worker's disks
+    detail = "cannot use /mnt/efs/mirrors/billing for mirrors: Permission denied"
+    reason = "a fetch into it failed: could not lock /tmp/codeask/mirrors/billing.git/config"
+    stale = StaleNote(sha=SHA, as_of=datetime(2025, 3, 1, tzinfo=UTC), reason=reason)
+    note = UncommittedNote("billing", SHA, 0, 0, error="cannot open '/home/bot/src/billing/.git'")
+    # When they are rendered
+    failure = all_text(render_failure(Failure.ERROR, detail))
+    head = all_text(render_answer(make_answer("Fine.", stale=stale, uncommitted=[note]))[0])
+    # Then each says what went wrong, naming the place by its last name only
+    assert "cannot use …/billing for mirrors: Permission denied" in failure
+    assert "could not lock …/config" in head and "cannot open '…/.git'" in head
+    assert not re.search(r"/(mnt|tmp|home)\b", failure + head)
+    # while links and prose with slashes are left alone
+    assert "and/or https://example.com/a/b" in all_text(
+        render_failure(Failure.ERROR, "and/or https://example.com/a/b")
+    )
+
+
 def test_an_unknown_failure_kind_still_renders() -> None:
     msg = render_failure("something-new")
     assert msg.text

@@ -444,3 +444,30 @@ def test_every_call_is_logged(toolbox: Toolbox) -> None:
     assert [c.name for c in toolbox.calls] == ["search_code", "read_file"]
     assert toolbox.calls[1].is_error
     assert toolbox.searches == ["`retry_job` in *.py"]
+
+
+# -- the boundary: errors as the model sees them ------------------------------------------------
+
+
+def test_an_error_carrying_a_path_of_this_machine_names_it_as_the_model_does(
+    tree: Path, toolbox: Toolbox
+) -> None:
+    # Given a tool whose expected failure names a file by where the snapshot lies on this
+    # machine, and another place of the machine besides
+    from codeask.errors import ToolRefused
+    from codeask.tools import Tool
+
+    def fails(args: dict[str, object]) -> str:
+        raise ToolRefused(
+            f"cannot read {tree}/src/billing/worker.py: Permission denied "
+            f"(lock file /mnt/efs/mirrors/billing.lock, scratch {tree.parent}/tmp-xyz/scan)"
+        )
+
+    toolbox.tools["list_files"] = Tool("list_files", "", {"type": "object"}, fails)
+    # When the model calls it
+    result = toolbox.run("list_files", {})
+    # Then the error names the file by its path in the repo, and nothing of the machine's layout
+    assert result.is_error
+    assert "cannot read src/billing/worker.py: Permission denied" in result.text
+    assert str(tree.parent) not in result.text and "/mnt/" not in result.text
+    assert "…/billing.lock" in result.text and "…/scan" in result.text

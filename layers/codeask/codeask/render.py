@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeask import diagram
 from codeask.botconfig import Refusal
+from codeask.errors import public
 from codeask.permalinks import commit_link
 from codeask.redact import scan
 
@@ -512,13 +513,14 @@ def _head(answer: Answer) -> list[dict[str, Any]]:
     however many repos they concern: past the limit, the repos left are named in one more."""
     notes = []
     if answer.stale is not None:
-        notes.append(f"⏳ This answer {answer.stale.message()}")
+        # The reason is a sync's error: the mirrors' paths in it are the bot's own business.
+        notes.append(f"⏳ This answer {public(answer.stale.message())}")
     uncommitted = list(answer.uncommitted)
     keep = len(uncommitted)
     if len(notes) + keep > HEAD_NOTES_MAX:
         keep = HEAD_NOTES_MAX - len(notes) - 1  # and one more block names the rest
     shown, more = uncommitted[:keep], uncommitted[keep:]
-    notes += [f"📝 {note.message()}" for note in shown]
+    notes += [f"📝 {public(note.message())}" for note in shown]
     if more:
         names = ", ".join(note.repo for note in more)
         notes.append(
@@ -697,8 +699,9 @@ def _detail(detail: str | None) -> str | None:
     if not detail or _TRACE.search(detail):
         return None
     first = next((ln for ln in detail.splitlines() if ln.strip()), "")
-    # Scanned before clipping, so a secret cut in half at the clip is still recognised whole.
-    cleaned, _ = scan(first[:2000])
+    # Scanned before clipping, so a secret cut in half at the clip is still recognised whole;
+    # the machine's own paths (mirrors, snapshots) are for the logs.
+    cleaned, _ = scan(public(first[:2000]))
     line = _one_line(cleaned)
     return _clip(line, DETAIL_CHARS) if line else None
 

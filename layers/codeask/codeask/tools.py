@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeask.deadline import Aborted, within
-from codeask.errors import CodeaskError, ToolRefused
+from codeask.errors import CodeaskError, ToolRefused, public
 from codeask.filewindow import read_window
 from codeask.ops import logger
 from codeask.pathdisplay import display_path
@@ -298,7 +298,7 @@ class Toolbox:
             shown_args = check_args(tool, args)
             raw = self._call(tool, shown_args)
         except CodeaskError as e:  # ToolRefused and every other expected failure
-            raw, is_error = f"Error: {e}", True
+            raw, is_error = f"Error: {public(str(e), self._roots())}", True
         except Exception as e:  # noqa: BLE001 - the boundary: one bad call never ends an answer
             logger.exception(
                 "tool failed", extra={"tool": tool_name[:40], "error": type(e).__name__}
@@ -318,6 +318,14 @@ class Toolbox:
         )  # fmt: skip
         self.notify(f"{summary}{' (error)' if is_error else ''} [{elapsed:.0f} ms]")
         return ToolResult(redaction.text, is_error or redaction.withheld)
+
+    def _roots(self) -> dict[str, str]:
+        """Where each repo's tree lies on this machine, and how the model names it: an error
+        that carries such a path shows it as the model's own, relative to the repo."""
+        parts = self.snapshot.parts
+        if len(parts) == 1:
+            return {str(s.root): "" for s in parts.values()}
+        return {str(s.root): f"{name}/" for name, s in parts.items()}
 
     def _call(self, tool: Tool, args: dict[str, Any]) -> str:
         """Run the tool in its own thread within its deadline; loops inside check it too."""
