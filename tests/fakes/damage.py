@@ -8,6 +8,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from conftest import run_git
 
@@ -17,7 +18,7 @@ class Damage:
     """One way a mirror's files go bad."""
 
     name: str
-    apply: Callable[[Path], None]  # given the mirror's directory
+    apply: Callable[[Path], object]  # given the mirror's directory; what it returns is unused
     prepare: str | None = None  # "loose" (objects unpacked) or "packed-refs" (refs packed) first
     # Whether a process that opens the mirror afresh must rebuild it to answer: damage that
     # nothing a sync reads is hurt by (a garbage FETCH_HEAD, say) needs no rebuild.
@@ -48,7 +49,7 @@ def prepare(mdir: Path, how: str | None) -> None:
         git(mdir, "pack-refs", "--all", "--prune")
 
 
-def git_in(mdir: Path, stdin: object, *args: str) -> None:
+def git_in(mdir: Path, stdin: IO[bytes], *args: str) -> None:
     import subprocess
 
     from conftest import GIT_ENV

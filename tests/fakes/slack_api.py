@@ -500,8 +500,8 @@ class FakeSlack(LoopbackServer):
                     answer = _Answer(404, {"ok": False, "error": "unknown_method"})
                 else:
                     answer = self._answer(method, args, token)
-            error = None if answer.body.get("ok", True) else str(answer.body.get("error"))
-            self.calls.append(Call(method, copy.deepcopy(args), token, answer.status, at, error))
+            failed = None if answer.body.get("ok", True) else str(answer.body.get("error"))
+            self.calls.append(Call(method, copy.deepcopy(args), token, answer.status, at, failed))
             if answer.body.get("ok") and method in _CHANGES_THREADS:
                 self._log_thread(args)
         return answer
@@ -864,7 +864,7 @@ class FakeSlack(LoopbackServer):
             _require(args, "recipient_user_id", "missing_recipient_user_id")
             _require(args, "recipient_team_id", "missing_recipient_team_id")
         text = self._stream_text(args, required=False)
-        message = {
+        message: dict[str, Any] = {
             "ts": self._next_ts(),
             "channel": channel.id,
             "thread_ts": self._thread_root(channel.id, thread_ts),

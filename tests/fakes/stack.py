@@ -143,7 +143,7 @@ class Stack:
 
     def queued(self) -> list[dict[str, Any]]:
         """Take every queued message, as SQS records the worker would get."""
-        out = []
+        out: list[dict[str, Any]] = []
         while True:
             got = (
                 self.sqs()
