@@ -850,3 +850,26 @@ def test_header_notes_for_many_repos_and_long_errors_stay_within_slacks_limits(
     assert "may be stale" in shown and "repo0:" in shown
     assert f"{64 - (HEAD_NOTES_MAX - 2)} more repositories" in shown
     assert "\n\n".join(markdown_texts(msgs)) == body
+
+
+def test_the_footer_of_an_answer_over_many_repos_stays_whole(
+    tmp_path: Path, make_answer: MakeAnswer
+) -> None:
+    # Given an answer read from sixty repositories, each on its own branch
+    from codeask.workspace import Workspace
+
+    snaps = []
+    for k in range(60):
+        (tmp_path / f"r{k}").mkdir()
+        ref = RepoRef(f"service-{k}", f"https://github.com/acme/service-{k}.git")
+        snaps.append(Snapshot(root=tmp_path / f"r{k}", sha=SHA, repo=ref))
+    branch = ", ".join(f"service-{k}: release-2025-{k:02d}" for k in range(60))
+    answer = make_answer("It is spread out.", snapshot=Workspace(snaps), branch=branch)
+    # When it is rendered
+    msgs = render_answer(answer, feedback_key="C1:1.0")
+    # Then the footer fits its block with no link cut in half, and still says how it was made
+    assert_within_limits(msgs)
+    assert links_are_whole(msgs)
+    post_all(msgs)
+    foot = " ".join(texts(msgs[-1].blocks[-2]))  # the buttons come last
+    assert "service-0@a3f9c21" in foot and "4 tool calls" in foot and "8.3 s" in foot

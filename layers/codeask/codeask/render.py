@@ -426,13 +426,27 @@ def _cost(usage: dict[str, Any]) -> str | None:
 
 
 def _footer(answer: Answer, elapsed_s: float | None) -> dict[str, Any]:
-    parts = []
+    repos: list[tuple[str, str | None]] = []
     for snap in answer.snapshot.parts.values():
         where = f"{_mrkdwn(snap.repo.name)}@{snap.short_sha}"
-        url = commit_link(snap.repo.url, snap.sha)
-        parts.append(f"<{url}|{where}>" if url else where)
+        repos.append((where, commit_link(snap.repo.url, snap.sha)))
+    rest = _footer_rest(answer, elapsed_s)
+    linked = [f"<{url}|{where}>" if url else where for where, url in repos]
+    text = " · ".join(linked + rest)
+    if len(text) > SECTION_TEXT_MAX:
+        # An answer over many repos: their commit links would not fit, clipped they would show
+        # as markup; the repos' names and SHAs do, or as many as there is room for.
+        room = SECTION_TEXT_MAX - len(" · ".join(["", *rest]))
+        names = ", ".join(where for where, _ in repos)
+        text = " · ".join([_clip(names, room), *rest])
+    return _context(text)
+
+
+def _footer_rest(answer: Answer, elapsed_s: float | None) -> list[str]:
+    """The footer after the repos: branch, how the answer was made, calls, time, cost."""
+    parts = []
     if answer.branch:
-        parts.append(f"branch {_mrkdwn(answer.branch)}")
+        parts.append(f"branch {_mrkdwn_clip(answer.branch, NOTE_CHARS)}")
     if answer.search_only:
         parts.append("search-only (no model)")
     else:
@@ -448,8 +462,8 @@ def _footer(answer: Answer, elapsed_s: float | None) -> dict[str, Any]:
         if cost:
             parts.append(cost)
     if answer.stopped_early:
-        parts.append(f"stopped early ({_mrkdwn(answer.stopped_early)})")
-    return _context(" · ".join(parts))
+        parts.append(f"stopped early ({_mrkdwn_clip(answer.stopped_early, DETAIL_CHARS)})")
+    return parts
 
 
 def _continued(i: int, n: int) -> dict[str, Any]:
@@ -577,7 +591,7 @@ def render_answer(
     closing: list[dict[str, Any]] = []
     warning = answer.warning
     if warning:
-        closing.append(_section(_mrkdwn(warning)))
+        closing.append(_section(_mrkdwn_clip(warning, SECTION_TEXT_MAX)))
     closing.append(_footer(answer, elapsed_s))
     if feedback_key:
         closing.append(_feedback(feedback_key))
