@@ -250,6 +250,9 @@ def test_progress_is_one_short_safe_line() -> None:
     assert "\n" not in line
     assert not pings(line)
     assert render_progress("syncing billing") == "syncing billing"
+    # a stale mirror's note, shown while the answer is written, names no path of the machine
+    step = "may be stale (a fetch failed: cannot lock /mnt/efs/mirrors/billing.git/HEAD)"
+    assert render_progress(step) == "may be stale (a fetch failed: cannot lock …/HEAD)"
 
 
 # --- splitting ----------------------------------------------------------------------------------

@@ -658,8 +658,9 @@ def render_placeholder(question: str) -> SlackMessage:
 
 
 def render_progress(step: str) -> str:
-    """A one-line status (at most 100 characters) for setStatus or a placeholder edit."""
-    line = neutralise(_one_line(step))
+    """A one-line status (at most 100 characters) for setStatus or a placeholder edit; a sync's
+    step can quote its error, so the machine's paths go as in a failure."""
+    line = neutralise(_one_line(public(step)))
     return _clip(line, PROGRESS_CHARS) if line else "Working…"
 
 
