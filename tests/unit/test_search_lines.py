@@ -230,3 +230,17 @@ def test_a_word_and_its_synonyms_count_once_and_how_many_is_phrasing() -> None:
     # "many nodes" in prose holds one concept only; count and number on a line are one, not two
     assert 1 not in scored.lines
     assert scored.lines[3][2] in (("count", "node"), ("node", "number"))
+
+
+def test_a_templates_directive_lines_are_read_as_code() -> None:
+    # Given a chart template: the answer is a directive, not a key
+    lines = ["spec:", "  template:", "    spec:", "      containers:", "        - name: app"]
+    lines += [f"          opt{i}: {i}" for i in range(10)]
+    lines += ['          {{- include "app.heapOpts" (dict "broker" .Values.broker) | nindent 10 }}']
+    lines += ["          ports: []"]
+    q = worth("broker", "heap", "opts")
+    # Then the directive line is picked in a template, while read as plain YAML it is no key at all
+    pick = pick_line(lines, 1, len(lines), q, language="gotmpl-yaml")
+    assert pick is not None and lines[pick.line - 1].lstrip().startswith("{{- include")
+    plain = pick_line(lines, 1, len(lines), q, language="yaml")
+    assert plain is None or plain.line != pick.line

@@ -34,7 +34,9 @@ SNAP_LINES = 4  # a comment's subject: the first code line this close below it
 QUANTITY_WORDS = frozenset({"many", "much"})
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-YAML_LANGUAGES = ("yaml", "gotmpl-yaml")  # keys sit under the keys their indentation puts them in
+# Data read as keys under keys. A chart's templated YAML is not: its directives (`{{- if }}`,
+# `{{ include }}`) are lines worth citing, and are read as code.
+YAML_LANGUAGES = ("yaml",)
 _YAML_KEY = re.compile(r"^( *)(?:- +)?([A-Za-z_][\w.-]*)\s*:(?:\s|$)")
 
 
