@@ -434,8 +434,10 @@ def _inner_lines(
     evidence: list[Evidence],
     places: dict[str, _Candidate],
 ) -> None:
-    """Within each cited place that is long (a C function, a values file's top-level key), cite
-    the line that best answers (codeask.search.lines), below the place's own first line."""
+    """Within each cited place that is long (a C function, a struct initializer, a values file's
+    top-level key), cite the line that best answers (codeask.search.lines), below the place's own
+    first line; in a values file, first the key the question means when the cited one is a twin
+    of it under another parent."""
     q = question_for(
         groups,
         lambda w: sum(ix.count(w) for _, ix in indexes),
