@@ -16,6 +16,7 @@ from codeask.search import SearchOutcome
 from codeask.search.definition_index import WAIT_S, DefinitionIndex, Found, Pending, index_for
 from codeask.search.definitions import extract
 from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine_language
+from codeask.search.lines import better_key, pick_line, question_for, yaml_key
 from codeask.search.syntax import syntax_for
 from codeask.search.vocabulary import split_identifier, stem, synonyms
 from codeask.snapshot import Snapshot
@@ -397,6 +398,7 @@ def rank(
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
     out = []
+    places: dict[str, _Candidate] = {}
     for path, cs in by_file.items():
         cs.sort(key=lambda c: (-c.score(), c.line))
         best = cs[0]
@@ -415,11 +417,55 @@ def rank(
             else:
                 line = best.hit_line
         out.append(Evidence(path, s, line, "", sorted(best.labels), best.name, best.kind, end))
+        places[path] = best
     out.sort(key=lambda e: (-e.score, e.path))
     if out:
         floor = out[0].score * MIN_RELATIVE_SCORE
         out = [e for e in out if e.score >= floor]
+    _inner_lines(toolbox, indexes, groups, pairs, out[:TOP_FILES], places)
     return out
+
+
+def _inner_lines(
+    toolbox: Toolbox,
+    indexes: list[tuple[str, DefinitionIndex]],
+    groups: list[tuple[tuple[str, ...], float, str]],
+    pairs: list[tuple[Term, SearchOutcome]],
+    evidence: list[Evidence],
+    places: dict[str, _Candidate],
+) -> None:
+    """Within each cited place that is long (a C function, a struct initializer, a values file's
+    top-level key), cite the line that best answers (codeask.search.lines), below the place's own
+    first line; in a values file, first the key the question means when the cited one is a twin
+    of it under another parent."""
+    q = question_for(
+        groups,
+        lambda w: sum(ix.count(w) for _, ix in indexes),
+        sum(ix.rows for _, ix in indexes),
+        [re.compile(t.pattern, re.IGNORECASE) for t, _ in pairs if t.exact],
+    )
+    for ev in evidence:
+        c = places[ev.path]
+        if c.named or c.kind == "line":
+            continue
+        got = _lines(toolbox, ev.path)
+        if not got:
+            continue
+        language = refine_language(language_of(ev.path), got, ev.path)
+        if language == "yaml":  # a values file: the same key under several parents
+            better = better_key(got, c.line, q, language)
+            if better is not None:
+                ev.line, ev.end_line, ev.name = better, None, yaml_key(got[better - 1])
+                continue
+        if c.end - c.line <= DEEP_LINES:
+            continue
+        pick = pick_line(got, c.line, c.end, q, language)
+        if pick is None or pick.line - c.line <= DEEP_LINES:
+            continue
+        if c.kind == "file":
+            ev.line, ev.end_line = pick.line, None
+        else:
+            ev.line, ev.end_line = c.line, pick.line
 
 
 def _mark_named(cands: dict[tuple[str, int], _Candidate], identifiers: set[str]) -> None:
