@@ -9,7 +9,16 @@ import pytest
 
 from codeask.search.definitions import extract
 from codeask.search.filekinds import file_kind
-from codeask.search.index_rows import DEF_BITS, DOC_STOP, DOC_TOKENS, FileRows, Row, Task
+from codeask.search.index_rows import (
+    DEF_BITS,
+    DOC_STOP,
+    DOC_TOKENS,
+    MAX_FILE_BYTES,
+    FileRows,
+    Row,
+    Task,
+    _read_head,
+)
 from codeask.search.vocabulary import tokens
 
 # Small files in each of the languages the index reads, with names in every case style, docs
@@ -170,3 +179,23 @@ def test_a_word_written_in_two_cases_is_one_stem_and_docs_stop_at_their_limit(tr
     assert isinstance(doc, str)
     assert doc.split() == [f"w{i}" for i in range(DOC_TOKENS)]
     assert by_name["Retry_WEBHOOKS"][9] == doc and "a" not in doc.split()
+
+
+@pytest.mark.parametrize("size", [0, 1, 99, 100, 101, 5000])
+def test_a_file_is_read_to_its_end_or_one_byte_past_the_limit(tmp_path: Path, size: int) -> None:
+    data = bytes(range(256)) * 20
+    (tmp_path / "f").write_bytes(data[:size])
+    assert _read_head(str(tmp_path / "f"), 101) == data[: min(size, 101)]
+
+
+def test_oversized_binary_and_missing_files_have_no_rows(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = 1\n" * (MAX_FILE_BYTES // 6 + 1))
+    (tmp_path / "blob.py").write_bytes(b"def f():\n    pass\n\x00")
+    (tmp_path / "ok.py").write_text("def f():\n    pass\n")
+    files: list[Row] = []
+    defs: list[Row] = []
+    rows = FileRows(str(tmp_path))
+    for i, rel in enumerate(["big.py", "blob.py", "gone.py", "ok.py"], 1):
+        rows.add(Task(rel, i, None), files, defs)
+    assert [f[1] for f in files] == ["ok.py"]
+    assert [d[5] for d in defs] == ["ok.py", "f"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -53,8 +54,7 @@ class FileRows:
         unreadable file, or one the parser gives up on."""
         rel, file_id, blob = task
         try:
-            with open(f"{self.root}/{rel}", "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
+            data = _read_head(f"{self.root}/{rel}", MAX_FILE_BYTES + 1)
         except OSError:
             return
         if b"\x00" in data[:BINARY_SNIFF] or len(data) > MAX_FILE_BYTES:
@@ -102,6 +102,22 @@ class _Stems(dict[str, str]):
             self.clear()
         got = self[part] = stem(part.lower())
         return got
+
+
+def _read_head(path: str, limit: int) -> bytes:
+    """The file's first `limit` bytes (all of it when it is shorter), read as its size says: a
+    buffered read of `limit` bytes would first allocate them all, for every small file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, min(os.fstat(fd).st_size + 1, limit))
+        while len(data) < limit:  # the file is longer than its size said, or the read was short
+            more = os.read(fd, limit - len(data))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
 
 
 def _words(words: Iterable[str]) -> tuple[str, int]:
