@@ -207,17 +207,20 @@ def _config_keys(grammar: str, tree: Any, source: bytes, lines: list[str]) -> li
     nodes = tree_sitter.QueryCursor(_key_query(grammar)).captures(tree.root_node).get("k", [])
     nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
     out = []
-    stack: list[tuple[int, str]] = []  # enclosing keys: (end byte, key)
+    ends: list[int] = []  # the end bytes of the enclosing keys ...
+    keys: list[str] = []  # ... and the keys
     for n in nodes:
         start = n.start_byte
-        while stack and stack[-1][0] <= start:
-            stack.pop()
+        while ends and ends[-1] <= start:
+            ends.pop()
+            keys.pop()
         key = _key_of(n, source)
         if not key:
             continue
         row = n.start_point.row
-        parents = tuple(k for _, k in stack)
-        stack.append((n.end_byte, key))
+        parents = tuple(keys)
+        ends.append(n.end_byte)
+        keys.append(key)
         doc = _comment_above(lines, row, grammar)
         out.append(Definition(row + 1, _end_row(n) + 1, "key", key, parents, doc[:DOC_CHARS]))
         if len(out) >= MAX_PER_FILE:
@@ -317,6 +320,8 @@ def _comment_above(lines: list[str], row: int, language: str | None) -> str:
             i -= 1
             continue
         break
+    if not got:
+        return ""
     return " ".join(s.strip() for s in got if not is_licence_header(1, s))
 
 
@@ -332,20 +337,23 @@ def _template_keys(lines: list[str], language: str | None) -> list[Definition]:
     under the keys its indentation puts it in, with its value (`{{ .Values.broker.heapOpts }}`)
     as part of what describes it, so the line that uses a setting is found by the setting's name."""
     out = []
-    stack: list[tuple[int, str]] = []  # enclosing keys: (indent, key)
+    indents: list[int] = []  # the indents of the enclosing keys ...
+    keys: list[str] = []  # ... and the keys
     for i, text in enumerate(lines):
         m = _TEMPLATE_KEY.match(text)
         if m is None:
             continue
-        indent = len(m.group(1)) + len(m.group(2) or "")
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        key, value = m.group(3), (m.group(4) or "")[:VALUE_CHARS]
-        doc = " ".join(filter(None, (_comment_above(lines, i, language), value)))
-        out.append(
-            Definition(i + 1, i + 1, "key", key, tuple(k for _, k in stack), doc[:DOC_CHARS])
-        )
-        stack.append((indent, key))
+        lead, dash, key, value = m.groups()
+        indent = len(lead) + len(dash or "")
+        while indents and indents[-1] >= indent:
+            indents.pop()
+            keys.pop()
+        value = (value or "")[:VALUE_CHARS]
+        above = _comment_above(lines, i, language)
+        doc = f"{above} {value}" if above and value else above or value
+        out.append(Definition(i + 1, i + 1, "key", key, tuple(keys), doc[:DOC_CHARS]))
+        indents.append(indent)
+        keys.append(key)
         if len(out) >= MAX_PER_FILE:
             break
     return out
