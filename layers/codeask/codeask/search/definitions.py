@@ -287,9 +287,10 @@ def _doc_inside(n: Any, source: bytes) -> str:
     if body is None or body.named_child_count == 0:
         return ""
     first = body.named_child(0)
-    if "comment" in first.type:
+    first_type = first.type
+    if "comment" in first_type:
         return source[first.start_byte : first.end_byte].decode("utf-8", "replace")
-    if first.type == "expression_statement":
+    if first_type == "expression_statement":
         inner = first.named_child(0) if first.named_child_count else None
         if inner is not None and inner.type in STRINGS:
             return source[inner.start_byte : inner.end_byte].decode("utf-8", "replace")
