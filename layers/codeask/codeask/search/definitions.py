@@ -57,12 +57,17 @@ class Definition(NamedTuple):
     doc: str  # the comment right above it, or the docstring or comment first inside it
 
 
-def extract(path: str, lines: list[str], source: bytes | None = None) -> list[Definition]:
+def extract(
+    path: str, lines: list[str], source: bytes | None = None, kind: str | None = None
+) -> list[Definition]:
     """Every definition in one file, in line order, after a file-level entry for the file itself.
 
-    `source` is the file's bytes when the caller has them (`lines` is them decoded and split)."""
+    `source` is the file's bytes when the caller has them (`lines` is them decoded and split);
+    `kind`, its `file_kind` when the caller has it."""
     language = refine_language(language_of(path), lines)
-    out = [_file_entry(path, lines, language)]
+    if kind is None:
+        kind = file_kind(path)
+    out = [_file_entry(path, lines, language, kind)]
     if languages.has_grammar(language) and language is not None:
         if source is None:
             source = "\n".join(lines).encode("utf-8", "replace")
@@ -75,7 +80,7 @@ def extract(path: str, lines: list[str], source: bytes | None = None) -> list[De
             else:
                 out += _code(language, tree, source, lines)
             return out[: MAX_PER_FILE + 1]
-    if file_kind(path) != "docs":
+    if kind != "docs":
         out += _heuristic(lines, language)
     return out[: MAX_PER_FILE + 1]
 
@@ -110,8 +115,8 @@ def _code(grammar: str, tree: Any, source: bytes, lines: list[str]) -> list[Defi
     """Definitions outside function bodies, in one walk that never enters a function, a string or
     an expression: the scopes around each are the walk's own stack, not a climb to the root.
     (A node's list of children costs one call, so the walk reads lists, not a cursor.)"""
-    rules = languages.RULES[grammar]
-    scopes, values = rules.scopes, rules.values
+    scopes = languages.RULES[grammar].scopes
+    wanted = _wanted(grammar)
     out: list[Definition] = []
     stack: list[tuple[int, str, str]] = []  # enclosing scopes: (end byte, node type, name)
     decorated: dict[int, int] = {}  # end byte of a decorated definition -> its first row
@@ -122,7 +127,7 @@ def _code(grammar: str, tree: Any, source: bytes, lines: list[str]) -> list[Defi
             todo.pop()
             continue
         t = n.type
-        if t in scopes or t in values:
+        if t in wanted:
             start = n.start_byte
             while stack and stack[-1][0] <= start:
                 stack.pop()
@@ -137,9 +142,23 @@ def _code(grammar: str, tree: Any, source: bytes, lines: list[str]) -> list[Defi
                 stack.append(pushed)
         elif t == "decorated_definition":
             decorated[n.end_byte] = n.start_point.row
-        if t not in _NO_DEFINITIONS and n.named_child_count:
-            todo.append(iter(n.named_children))
+        if t not in _NO_DEFINITIONS:
+            kids = n.named_children
+            if kids:
+                todo.append(iter(kids))
     return out
+
+
+_wanted_types: dict[str, frozenset[str]] = {}
+
+
+def _wanted(grammar: str) -> frozenset[str]:
+    """The node types that may define a name in a grammar: its scopes and its values."""
+    got = _wanted_types.get(grammar)
+    if got is None:
+        rules = languages.RULES[grammar]
+        got = _wanted_types[grammar] = rules.scopes | rules.values
+    return got
 
 
 def _code_definition(
@@ -165,17 +184,20 @@ def _code_definition(
         name = source[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace").strip()
         if len(name) > 120 or "\n" in name:
             name = ""
-    pushed = (n.end_byte, t, name) if is_scope else None
+    end_byte = n.end_byte
+    pushed = (end_byte, t, name) if is_scope else None
     if not name:
         return None, pushed
-    chain = [typ for _, typ, _ in stack]
-    kind = _kind(t, is_scope, chain)
-    top = decorated.get(n.end_byte, n.start_point.row)
+    kind = _kind(t, is_scope, stack)
+    first_row = n.start_point.row
+    top = decorated.get(end_byte, first_row) if decorated else first_row
     above = _comment_above(lines, top, grammar)
     inside = _doc_inside(n, source) if is_scope else ""
     doc = f"{above} {inside}" if above and inside else above or inside
     scope = tuple(nm for _, _, nm in stack if nm)
-    return Definition(row + 1, _end_row(n) + 1, kind, name, scope, doc[:DOC_CHARS]), pushed
+    end = n.end_point  # the last row, as syntax._end_row reads it (the start row is known here)
+    last_row = end.row - 1 if end.column == 0 and end.row > first_row else end.row
+    return Definition(row + 1, last_row + 1, kind, name, scope, doc[:DOC_CHARS]), pushed
 
 
 def _config_keys(grammar: str, tree: Any, source: bytes, lines: list[str]) -> list[Definition]:
@@ -185,17 +207,20 @@ def _config_keys(grammar: str, tree: Any, source: bytes, lines: list[str]) -> li
     nodes = tree_sitter.QueryCursor(_key_query(grammar)).captures(tree.root_node).get("k", [])
     nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
     out = []
-    stack: list[tuple[int, str]] = []  # enclosing keys: (end byte, key)
+    ends: list[int] = []  # the end bytes of the enclosing keys ...
+    keys: list[str] = []  # ... and the keys
     for n in nodes:
         start = n.start_byte
-        while stack and stack[-1][0] <= start:
-            stack.pop()
+        while ends and ends[-1] <= start:
+            ends.pop()
+            keys.pop()
         key = _key_of(n, source)
         if not key:
             continue
         row = n.start_point.row
-        parents = tuple(k for _, k in stack)
-        stack.append((n.end_byte, key))
+        parents = tuple(keys)
+        ends.append(n.end_byte)
+        keys.append(key)
         doc = _comment_above(lines, row, grammar)
         out.append(Definition(row + 1, _end_row(n) + 1, "key", key, parents, doc[:DOC_CHARS]))
         if len(out) >= MAX_PER_FILE:
@@ -240,8 +265,13 @@ def _is_classy(t: str) -> bool:
     return got
 
 
-def _kind(t: str, is_scope: bool, chain: list[str]) -> str:
-    inside_class = any(map(_is_classy, chain))
+def _kind(t: str, is_scope: bool, stack: list[tuple[int, str, str]]) -> str:
+    """A definition's kind from its node type and the types of the scopes around it."""
+    inside_class = False
+    for _, typ, _ in stack:
+        if _is_classy(typ):
+            inside_class = True
+            break
     if t in FUNCTIONS or t == "preproc_function_def":
         return "method" if inside_class else "function"
     if is_scope:
@@ -257,9 +287,10 @@ def _doc_inside(n: Any, source: bytes) -> str:
     if body is None or body.named_child_count == 0:
         return ""
     first = body.named_child(0)
-    if "comment" in first.type:
+    first_type = first.type
+    if "comment" in first_type:
         return source[first.start_byte : first.end_byte].decode("utf-8", "replace")
-    if first.type == "expression_statement":
+    if first_type == "expression_statement":
         inner = first.named_child(0) if first.named_child_count else None
         if inner is not None and inner.type in STRINGS:
             return source[inner.start_byte : inner.end_byte].decode("utf-8", "replace")
@@ -290,6 +321,8 @@ def _comment_above(lines: list[str], row: int, language: str | None) -> str:
             i -= 1
             continue
         break
+    if not got:
+        return ""
     return " ".join(s.strip() for s in got if not is_licence_header(1, s))
 
 
@@ -305,20 +338,23 @@ def _template_keys(lines: list[str], language: str | None) -> list[Definition]:
     under the keys its indentation puts it in, with its value (`{{ .Values.broker.heapOpts }}`)
     as part of what describes it, so the line that uses a setting is found by the setting's name."""
     out = []
-    stack: list[tuple[int, str]] = []  # enclosing keys: (indent, key)
+    indents: list[int] = []  # the indents of the enclosing keys ...
+    keys: list[str] = []  # ... and the keys
     for i, text in enumerate(lines):
         m = _TEMPLATE_KEY.match(text)
         if m is None:
             continue
-        indent = len(m.group(1)) + len(m.group(2) or "")
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        key, value = m.group(3), (m.group(4) or "")[:VALUE_CHARS]
-        doc = " ".join(filter(None, (_comment_above(lines, i, language), value)))
-        out.append(
-            Definition(i + 1, i + 1, "key", key, tuple(k for _, k in stack), doc[:DOC_CHARS])
-        )
-        stack.append((indent, key))
+        lead, dash, key, value = m.groups()
+        indent = len(lead) + len(dash or "")
+        while indents and indents[-1] >= indent:
+            indents.pop()
+            keys.pop()
+        value = (value or "")[:VALUE_CHARS]
+        above = _comment_above(lines, i, language)
+        doc = f"{above} {value}" if above and value else above or value
+        out.append(Definition(i + 1, i + 1, "key", key, tuple(keys), doc[:DOC_CHARS]))
+        indents.append(indent)
+        keys.append(key)
         if len(out) >= MAX_PER_FILE:
             break
     return out
@@ -343,11 +379,11 @@ def _heuristic(lines: list[str], language: str | None) -> list[Definition]:
     return out
 
 
-def _file_entry(path: str, lines: list[str], language: str | None) -> Definition:
+def _file_entry(path: str, lines: list[str], language: str | None, kind: str) -> Definition:
     """The file itself: its name, and its opening comment or docstring (prose: its first lines)."""
     name = path.rsplit("/", 1)[-1]
     head: list[str] = []
-    if file_kind(path) == "docs":
+    if kind == "docs":
         head = [ln for ln in lines[:40] if ln.strip()][:_PROSE_LINES]
     else:
         for i, text in enumerate(lines[:40]):

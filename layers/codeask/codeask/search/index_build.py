@@ -159,10 +159,10 @@ class _Writer:
 
     def reuse(self, donors: list[tuple[Path, bool]]) -> None:
         wanted: dict[str, int] = {}  # path -> size, for the files that may be indexed
-        root = self.snapshot.root
+        root = self.root  # a string: joining 10k Paths costs more than the lstat calls
         for i, rel in enumerate(self.snapshot.files, 1):
             try:
-                st = os.lstat(root / rel)
+                st = os.lstat(f"{root}/{rel}")
             except OSError:
                 continue
             if st.st_size <= MAX_FILE_BYTES and stat.S_ISREG(st.st_mode):

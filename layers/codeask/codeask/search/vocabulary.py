@@ -131,6 +131,10 @@ def tokens(text: str) -> list[str]:
     return [stem(p.lower()) for p in _PART.findall(text)]
 
 
+# The words of a text as written, in order, before `tokens` lowers and stems them.
+word_parts = _PART.findall
+
+
 def synonyms(stemmed: str) -> tuple[str, ...]:
     """The other words of a stem's synonym group (none for most words)."""
     group = _GROUP_OF.get(stemmed, ())
