@@ -23,7 +23,7 @@ from codeask.errors import RepoUnavailable
 from codeask.mirror import MirrorStore, Repair, RepoSpec, bare
 from codeask.mirror.manifest import MANIFEST_NAME, Manifest
 from codeask.mirror.space import Free
-from conftest import GitDaemon, GitWorkTree, tree_state
+from conftest import GitDaemon, GitWorkTree, run_git, tree_state
 from fakes.damage import MIRROR_DAMAGE, Damage, flip, loose, prepare, replace, truncate
 
 FORK = multiprocessing.get_context("fork")
@@ -694,3 +694,30 @@ def test_reclaiming_clears_trash_but_keeps_a_live_snapshots_spare(
     names = sorted(p.name for p in repo_dir.iterdir())
     assert ".trash-abc" not in names and snapshot.root.name in names
     assert spares and set(spares) <= set(names)
+
+
+def test_an_older_commit_whose_objects_are_gone_is_fetched_again_by_sha(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a mirror that fetched two commits (by syncs in other processes), a server that
+    # hands out commits by SHA, and a file of the older commit gone from the mirror
+    old = served.work.head()
+    sync_in_child(tmp_path, served.url)
+    served.commit({"src/app.py": "print('v2')\n"})
+    sync_in_child(tmp_path, served.url)
+    run_git(
+        "config", "uploadpack.allowAnySHA1InWant", "true", cwd=served.daemon.base / "upstream.git"
+    )
+    repairs = Repairs()
+    store = new_store(tmp_path, repairs, snapshots="fresh-snapshots")
+    mdir = store.mirror_dir(RepoSpec.parse(served.url))
+    prepare(mdir, "loose")
+    loose(mdir, f"{old}:src/app.py").unlink()
+
+    # When the older commit is shown (as for a thread answered at it)
+    got = store.snapshot_at(RepoSpec.parse(served.url), old)
+
+    # Then the mirror was rebuilt (holding the branch head only) and the commit fetched into it
+    # again by its SHA: the snapshot is whole
+    assert (got.sha, (got.root / "src" / "app.py").read_text()) == (old, "print('v1')\n")
+    assert repairs.whats() == ["mirror"]
