@@ -15,13 +15,14 @@ import pygit2
 import pytest
 
 from codeask.denylist import DenyList
+from codeask.errors import RepoUnavailable
 from codeask.mirror import MirrorStore, RepoSpec, bare
 from codeask.mirror.lock import locked
 from codeask.mirror.remote import RemoteMirror
 from codeask.mirror.snapshots import INDEX_SUFFIX
 from codeask.mirror.source import Head, open_repo
 from codeask.mirror.space import Free
-from conftest import GitDaemon, GitWorkTree
+from conftest import GitDaemon, GitWorkTree, run_git
 from fakes.damage import git, loose, prepare
 
 WAIT_S = 90.0
@@ -166,3 +167,45 @@ def test_a_sync_times_each_of_its_steps(
     assert set(first.timings_ms) == {"open", "remote_head", "lock", "fetch", "snapshot", "total"}
     assert set(again.timings_ms) == {"open", "remote_head", "verify", "snapshot", "total"}
     assert all(v >= 0 for v in [*first.timings_ms.values(), *again.timings_ms.values()])
+
+
+def test_a_fallback_serves_only_the_branch_the_remote_now_names(
+    git_repo: Callable[..., GitWorkTree], git_daemon: GitDaemon, tmp_path: Path
+) -> None:
+    # Given a mirror of the remote's default branch `main`
+    work = git_repo("work")
+    work.commit({"README.md": "main\n"})
+    url = git_daemon.publish(work, "upstream.git")
+    store, spec = new_store(tmp_path), RepoSpec.parse(url)
+    store.sync(spec)
+    # and a remote whose default is now `dev`, a branch the mirror never had and whose commit
+    # the server cannot send (its object is gone there)
+    work.git("checkout", "-q", "-b", "dev")
+    dev = work.commit({"README.md": "dev\n"})
+    git_daemon.publish(work, "upstream.git")
+    served = git_daemon.base / "upstream.git"
+    run_git("symbolic-ref", "HEAD", "refs/heads/dev", cwd=served)
+    (served / "objects" / dev[:2] / dev[2:]).unlink()
+
+    # When a question syncs, the fetch and the fetch into a fresh mirror fail; and what the
+    # mirror has of `main` is not served in `dev`'s place: there is nothing to fall back on
+    with pytest.raises(RepoUnavailable, match="no earlier mirror of branch 'dev'"):
+        store.sync(spec)
+
+
+def test_the_room_a_fetch_asks_for_is_what_the_mirrors_packs_take(
+    git_repo: Callable[..., GitWorkTree], git_daemon: GitDaemon, tmp_path: Path
+) -> None:
+    # Given a mirror that fetched twice (two packs), and one with no pack at all
+    work = git_repo("work")
+    work.commit({"README.md": "v1\n", "data.bin": os.urandom(20_000).hex()})
+    store, spec = new_store(tmp_path), RepoSpec.parse(git_daemon.publish(work, "upstream.git"))
+    store.sync(spec)
+    work.commit({"README.md": "v2\n"})
+    git_daemon.publish(work, "upstream.git")
+    store.sync(spec)
+    mdir = store.mirror_dir(spec)
+    packs = list((mdir / "objects" / "pack").iterdir())
+    # Then what a fetch into it is expected to take is the bytes of every file of its packs
+    assert bare.pack_bytes(mdir) == sum(p.stat().st_size for p in packs) > 20_000
+    assert bare.pack_bytes(tmp_path / "no-mirror") == 0
