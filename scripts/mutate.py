@@ -77,6 +77,8 @@ GROUPS: dict[str, Group] = {
         ("mirror/store.py", "mirror/remote.py", "mirror/bare.py", "mirror/snapshots.py"),
         (
             "tests/unit/test_mirror.py",
+            "tests/unit/test_mirror_decisions.py",  # the decisions' edges, in-process
+            # Syncs in forked children: they hand mutmut's call list back (calls_seen).
             "tests/unit/test_mirror_repair.py",
             "tests/unit/test_disk_full.py",
             "tests/unit/test_snapshot_incremental.py",

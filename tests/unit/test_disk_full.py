@@ -16,6 +16,7 @@ import pytest
 from codeask.denylist import DenyList
 from codeask.errors import DiskFull
 from codeask.mirror import MirrorStore, RepoSpec
+from codeask.mirror.remote import RemoteMirror
 from codeask.mirror.space import is_full
 from conftest import GitWorkTree
 from fakes.disk import SmallDisk
@@ -258,6 +259,60 @@ def test_room_is_counted_by_the_disk_so_shared_files_free_nothing_until_their_la
         assert (new.root / "data" / "big.bin").stat().st_nlink == 1
     else:
         assert left == []
+
+
+@pytest.mark.parametrize(
+    ("tree", "change", "needs"),
+    [
+        # a top-level file rewritten: its new blob only, not the old one's as well
+        ({"big.bin": "x" * (300 * KB)}, {"big.bin": "w" * (300 * KB)}, "0.3 MB"),
+        # a large tree: the manifest listing every entry is written whole, about 128 B each
+        ({f"many/{i:04}.txt": f"{i}\n" for i in range(1000)}, {"new.bin": "n" * (120 * KB)}, "0.3 MB"),
+    ],
+    ids=["a top-level file rewritten", "one file added to a large tree"],
+)  # fmt: skip
+def test_a_full_disk_says_what_an_incremental_build_needs(
+    tree: dict[str, str],
+    change: dict[str, str],
+    needs: str,
+    git_repo: Callable[..., GitWorkTree],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a snapshot used a moment ago, on a disk with 40 KiB left beside it
+    work = git_repo("app")
+    work.commit({"README.md": "v1\n", **tree})
+    spec, store = RepoSpec.parse(str(work.path)), store_at(tmp_path)
+    store.sync(spec)
+    disk = SmallDisk(tmp_path / "snapshots", 0).install(monkeypatch)
+    disk.capacity = disk.used() + 40 * KB
+
+    # When a commit needs more than that, the build from the snapshot fails, and the message
+    # estimates what the change takes (blocks of its new files, folders, the new manifest)
+    work.commit(change)
+    with pytest.raises(DiskFull) as raised:
+        store.sync(spec)
+    assert f"needs about {needs} in" in str(raised.value), raised.value
+
+
+def test_a_mirror_fetch_that_found_the_disk_full_may_take_an_idle_snapshots_room(
+    git_repo: Callable[..., GitWorkTree], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given mirrors beside the snapshots on a disk with 100 KiB free, and one idle 400 KiB
+    # snapshot on it
+    disk = SmallDisk(tmp_path / "snapshots", 500 * KB).install(monkeypatch)
+    store = store_at(tmp_path)
+    idle = repo_of(git_repo, "idle", 400)
+    age(store.sync(idle).snapshot.root, 3600)
+    store.mirror_root.mkdir()
+    mirror = store.source(RepoSpec.parse("git://127.0.0.1:9/remote.git"))
+    assert isinstance(mirror, RemoteMirror) and mirror.reclaim is not None
+
+    # When a fetch into a mirror asks for 300 KiB, the idle snapshot goes, and the fetch is
+    # told to try again; once nothing idle is left, it is told there is nothing to free
+    assert mirror.reclaim(300 * KB) is True
+    assert snapshots_of(store, idle) == [] and disk.used() == 0
+    assert mirror.reclaim(600 * KB) is False
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import os
 import queue
 import signal
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from codeask.errors import RepoUnavailable
 from codeask.mirror import MirrorStore, Repair, RepoSpec, bare
 from codeask.mirror.manifest import MANIFEST_NAME, Manifest
 from codeask.mirror.space import Free
-from conftest import GitDaemon, GitWorkTree, tree_state
+from conftest import GitDaemon, GitWorkTree, run_git, tree_state
 from fakes.damage import MIRROR_DAMAGE, Damage, flip, loose, prepare, replace, truncate
 
 FORK = multiprocessing.get_context("fork")
@@ -76,6 +77,23 @@ def leftovers(store: MirrorStore) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.name.startswith((".trash-", ".tmp-")))
 
 
+def calls_seen() -> set[str]:
+    """Under `make mutate`, the functions mutmut saw this process call since the test began.
+
+    mutmut maps a test to the functions the test's own process ran; a forked child's calls die
+    with it, so each child hands its list back (`heard_from`), else what only children run would
+    count as untested and its mutants be judged by no test. Empty outside mutmut's first pass."""
+    if os.environ.get("MUTANT_UNDER_TEST") != "stats" or "mutmut.state" not in sys.modules:
+        return set()
+    return set(sys.modules["mutmut.state"].state()._stats)
+
+
+def heard_from(calls: set[str]) -> None:
+    """Count a child's calls (from its `calls_seen`) as this test's own."""
+    if calls:
+        sys.modules["mutmut.state"].state()._stats.update(calls)
+
+
 def in_child(fn: Callable[[], Any]) -> Any:
     """Run `fn` in a forked process (so nothing of this one's open mirrors is reused) and give
     back what it returned or raised; a child that hangs fails the test instead of wedging it."""
@@ -83,19 +101,22 @@ def in_child(fn: Callable[[], Any]) -> Any:
 
     def run() -> None:
         try:
-            results.put(("ok", fn()))
+            value = fn()
         except BaseException as exc:  # noqa: BLE001 - carried back to the test
-            results.put(("raised", f"{type(exc).__name__}: {exc}"))
+            results.put(("raised", f"{type(exc).__name__}: {exc}", calls_seen()))
+        else:
+            results.put(("ok", value, calls_seen()))
 
     child = FORK.Process(target=run)
     child.start()
     try:
-        kind, value = results.get(timeout=WAIT_S)
+        kind, value, calls = results.get(timeout=WAIT_S)
     except queue.Empty:
         os.kill(child.pid or 0, signal.SIGKILL)
         child.join(WAIT_S)
         pytest.fail("the sync hung")
     child.join(WAIT_S)
+    heard_from(calls)
     if kind == "raised":
         raise AssertionError(value)
     return value
@@ -197,26 +218,28 @@ def warm_sync(tmp: Path, url: str, between: Callable[[], str]) -> tuple[dict[str
         spec = RepoSpec.parse(url)
         try:
             store.sync(spec)
-            results.put(("ready", None))
+            results.put(("ready", None, set()))
             go.wait(WAIT_S)
-            results.put(("ok", {**_summary(store.sync(spec)), "repairs": repairs}))
+            summary = {**_summary(store.sync(spec)), "repairs": repairs}
+            results.put(("ok", summary, calls_seen()))
         except BaseException as exc:  # noqa: BLE001 - carried back to the test
-            results.put(("raised", f"{type(exc).__name__}: {exc}"))
+            results.put(("raised", f"{type(exc).__name__}: {exc}", calls_seen()))
 
     child = FORK.Process(target=run)
     child.start()
     try:
-        kind, value = results.get(timeout=WAIT_S)
+        kind, value, calls = results.get(timeout=WAIT_S)
         assert kind == "ready", value
         made = between()
         go.set()
-        kind, value = results.get(timeout=WAIT_S)
+        kind, value, calls = results.get(timeout=WAIT_S)
     except queue.Empty:
         pytest.fail("the sync hung")
     finally:
         if child.is_alive():
             os.kill(child.pid or 0, signal.SIGKILL)
         child.join(WAIT_S)
+    heard_from(calls)
     if kind == "raised":
         raise AssertionError(value)
     return value, made
@@ -671,3 +694,30 @@ def test_reclaiming_clears_trash_but_keeps_a_live_snapshots_spare(
     names = sorted(p.name for p in repo_dir.iterdir())
     assert ".trash-abc" not in names and snapshot.root.name in names
     assert spares and set(spares) <= set(names)
+
+
+def test_an_older_commit_whose_objects_are_gone_is_fetched_again_by_sha(
+    served: Served, tmp_path: Path
+) -> None:
+    # Given a mirror that fetched two commits (by syncs in other processes), a server that
+    # hands out commits by SHA, and a file of the older commit gone from the mirror
+    old = served.work.head()
+    sync_in_child(tmp_path, served.url)
+    served.commit({"src/app.py": "print('v2')\n"})
+    sync_in_child(tmp_path, served.url)
+    run_git(
+        "config", "uploadpack.allowAnySHA1InWant", "true", cwd=served.daemon.base / "upstream.git"
+    )
+    repairs = Repairs()
+    store = new_store(tmp_path, repairs, snapshots="fresh-snapshots")
+    mdir = store.mirror_dir(RepoSpec.parse(served.url))
+    prepare(mdir, "loose")
+    loose(mdir, f"{old}:src/app.py").unlink()
+
+    # When the older commit is shown (as for a thread answered at it)
+    got = store.snapshot_at(RepoSpec.parse(served.url), old)
+
+    # Then the mirror was rebuilt (holding the branch head only) and the commit fetched into it
+    # again by its SHA: the snapshot is whole
+    assert (got.sha, (got.root / "src" / "app.py").read_text()) == (old, "print('v1')\n")
+    assert repairs.whats() == ["mirror"]
