@@ -17,7 +17,7 @@ def write(root: Path, rel: str, text: str) -> None:
 
 
 def helper_repo(root: Path) -> Toolbox:
-    """A checkers package: a shared helper used by three checkers, and a look-alike nobody calls."""
+    """A checkers package: a shared helper used by three checkers."""
     write(
         root,
         "lint/utils.py",
@@ -27,13 +27,6 @@ def helper_repo(root: Path) -> Toolbox:
         "        node = node.parent\n"
         "    return node\n\n\n"
         "def is_class(node):\n    return node.kind == 'class'\n",
-    )
-    write(
-        root,
-        "lint/walker.py",
-        "'''Walking the tree.'''\n\n\ndef climb(node):\n"
-        "    '''Walk up from a node to its enclosing class.'''\n"
-        "    while node.parent:  # walk up\n        node = node.parent\n    return node\n",
     )
     for name in ("methods", "attributes", "slots"):
         write(
@@ -81,21 +74,6 @@ def test_call_sites_leave_out_the_definition_imports_and_comments(tmp_path: Path
     ]
 
 
-def test_the_helper_called_from_many_files_is_the_answer_to_who_calls(tmp_path: Path) -> None:
-    # Given a look-alike that says the question's words more often than the shared helper
-    toolbox = helper_repo(tmp_path)
-    question = (
-        "Which checks use the shared helper that walks up from a node to its enclosing class?"
-    )
-    # When the question does not ask for callers, the look-alike wins on words alone
-    plain = search_only.answer("What walks up from a node to its enclosing class?", toolbox)
-    assert plain.evidence[0].path == "lint/walker.py"
-    # When it asks who uses it, the helper three other files call comes first, at its definition
-    result = search_only.answer(question + " List every use.", toolbox)
-    top = result.evidence[0]
-    assert (top.path, top.line, top.name) == ("lint/utils.py", 4, "node_frame_class")
-
-
 def test_the_answer_lists_each_call_site_with_its_scope(tmp_path: Path) -> None:
     toolbox = helper_repo(tmp_path)
     result = search_only.answer("Who calls `node_frame_class`? List every use.", toolbox)
@@ -133,11 +111,6 @@ def test_template_call_sites_are_its_includes(tmp_path: Path) -> None:
         ("charts/db/templates/NOTES.txt", 2),
         ("charts/db/templates/svc.yaml", 3),
     ]
-
-
-def test_helper_weight_grows_with_the_files_that_call() -> None:
-    assert callers.helper_weight(0) == callers.helper_weight(1) == 1.0
-    assert 1.0 < callers.helper_weight(2) < callers.helper_weight(8) <= callers.HELPER_MAX
 
 
 def test_a_name_says_a_word_when_one_stem_starts_the_other() -> None:

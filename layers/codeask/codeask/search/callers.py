@@ -1,16 +1,15 @@
 """Who calls X: which definition a who-calls question is about, and where that definition is called,
 each call site with the definition it sits in.
 
-A who-calls question rarely names its function ("the shared helper that walks up to the class"):
-the ranking finds definitions by what they say, and of those, the one the question means is called
-from several other places. `called_from` counts that; `find_call_sites` lists the places."""
+A who-calls question rarely names its function ("the shared helper that walks up to the class"),
+and describes what the callers do more than the helper: the places that rank best are callers, and
+what they call in common is the helper (`lift_helpers`); `find_call_sites` lists where it is
+called."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -20,8 +19,8 @@ from codeask.search import SearchOutcome
 from codeask.search.vocabulary import split_identifier, stem
 from codeask.tools import Toolbox
 
-__all__ = ["CallSite", "Place", "asks_for_callers", "lift_helpers", "call_pattern", "called_from", "callees",
-           "find_call_sites", "helper_weight", "mentions_callers", "says_words", "shared_callees",
+__all__ = ["CallSite", "Place", "asks_for_callers", "lift_helpers", "call_pattern", "callees",
+           "find_call_sites", "mentions_callers", "says_words", "shared_callees",
            "write_call_sites"]  # fmt: skip
 
 # Any mention of calls or uses: the answer then lists the call sites of what it cites first.
@@ -41,16 +40,12 @@ WHO_CALLS_RE = re.compile(
 # What can be called: a function, a method, a Helm/Go template.
 CALLABLE_KINDS = ("function", "method", "template")
 CALLED_KINDS = ("function", "method", "class")  # ... what code calls by name, `name(`
-# A callable called from this many other files is a shared helper, worth up to HELPER_MAX times.
-MIN_CALLER_FILES = 2
-HELPER_MAX = 3.0
-MIN_SHARED = 2  # ... and one called by this many of the best places is what they share
+MIN_SHARED = 2  # a name called by this many of the best places is what they share
 MIN_STEM = 4  # the shortest stem that may start a longer word and say it
-# A who-calls question: the best places whose calls are compared, what a name they share gets of
-# their summed scores, the best callables whose callers are then counted.
+# A who-calls question: the best places whose calls are compared, and what a name they share gets
+# of their summed scores.
 CALLER_BODIES = 15
 HELPER_SHARE = 0.5
-HELPER_CANDIDATES = 4
 BODY_LINES = 400  # a body's lines read for its calls
 DEFINED_FILES = 3  # a name defined in more files than this: which one the calls reach is not known
 SHOWN = 15  # call sites listed under the answer
@@ -144,34 +139,6 @@ def find_call_sites(
     return _sites(outcome, def_path, def_line), outcome.stopped_early
 
 
-def called_from(
-    toolbox: Toolbox, defs: list[tuple[str, int, str, str]]
-) -> dict[tuple[str, int], int]:
-    """For each callable (path, line, kind, name): how many other files call it. A name defined in
-    more than one file is counted for none of them (which one a call reaches is not known here)."""
-    names: dict[str, list[tuple[str, int, str]]] = {}
-    for path, line, kind, name in defs:
-        if kind in CALLABLE_KINDS and call_pattern(name, kind) is not None:
-            names.setdefault(name, []).append((path, line, kind))
-    todo = [(n, ps) for n, ps in names.items() if len({p for p, _, _ in ps}) == 1]
-
-    def count(item: tuple[str, list[tuple[str, int, str]]]) -> list[tuple[tuple[str, int], int]]:
-        name, places = item
-        path, line, kind = places[0]
-        pattern = call_pattern(name, kind)
-        outcome = _search(toolbox, pattern) if pattern else None
-        if outcome is None or outcome.stopped_early:
-            return []
-        files = {s.path for s in _sites(outcome, path, line)} - {path}
-        return [((p, ln), len(files)) for p, ln, _ in places]
-
-    out: dict[tuple[str, int], int] = {}
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for got in pool.map(count, todo):
-            out.update(got)
-    return out
-
-
 def write_call_sites(
     name: str,
     sites: list[CallSite],
@@ -198,14 +165,6 @@ def write_call_sites(
 
 def _plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
-
-
-def helper_weight(files: int) -> float:
-    """What being called from `files` other files makes of a callable in a who-calls question:
-    nothing for one caller, up to HELPER_MAX for a helper many files share."""
-    if files < MIN_CALLER_FILES:
-        return 1.0
-    return min(HELPER_MAX, 1.0 + 0.5 * math.log2(files))
 
 
 _CALL_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
@@ -270,9 +229,8 @@ def lift_helpers(
     named: Callable[[list[str]], list[P]],
 ) -> None:
     """Rank for a who-calls question: what the best places call in common, when its name says some
-    of the question's (stemmed) words, is added with a share of their scores; then the best
-    callables are weighed by how many other files call them. `read` gives a file's lines (only
-    names are taken from them), `named` the definitions with given names, as new candidates."""
+    of the question's (stemmed) words, gets a share of their scores. `read` gives a file's lines
+    (only names are taken from them), `named` the definitions with given names, as new candidates."""
     files: dict[str, list[str] | None] = {}
     bodies = []
     for c in best((c for c in cands.values() if c.kind not in ("file", "line") and c.end > c.line),
@@ -291,8 +249,3 @@ def lift_helpers(
         if len(where[d.name]) <= DEFINED_FILES:
             c = cands.setdefault((d.path, d.line), d)
             c.body["shared by the best"] = HELPER_SHARE * shared[d.name]
-    top = best((c for c in cands.values() if c.kind in CALLABLE_KINDS and c.name),
-               HELPER_CANDIDATES)  # fmt: skip
-    counts = called_from(toolbox, [(c.path, c.line, c.kind, c.name) for c in top])
-    for c in top:
-        c.boost *= helper_weight(counts.get((c.path, c.line), 0))
