@@ -19,8 +19,8 @@ from codeask.search import SearchOutcome
 from codeask.search.vocabulary import split_identifier, stem
 from codeask.tools import Toolbox
 
-__all__ = ["CallSite", "Place", "asks_for_callers", "lift_helpers", "call_pattern", "callees",
-           "find_call_sites", "mentions_callers", "says_words", "shared_callees",
+__all__ = ["CallSite", "Place", "asks_for_callers", "best", "call_pattern", "callees",
+           "find_call_sites", "lift_helpers", "mentions_callers", "says_words", "shared_callees",
            "write_call_sites"]  # fmt: skip
 
 # Any mention of calls or uses: the answer then lists the call sites of what it cites first.
@@ -49,7 +49,7 @@ HELPER_SHARE = 0.5
 BODY_LINES = 400  # a body's lines read for its calls
 DEFINED_FILES = 3  # a name defined in more files than this: which one the calls reach is not known
 SHOWN = 15  # call sites listed under the answer
-SITE_MATCHES = 2000  # a name called more often than this is no helper anyone asks about
+SITE_MATCHES = 2000  # matches read for the list of call sites
 _NAME_RE = re.compile(r"[A-Za-z_]\w*")
 _NOT_CALLS = ("definition", "import", "comment")
 
@@ -62,7 +62,6 @@ class Place(Protocol):
     end: int
     kind: str
     name: str
-    boost: float
     body: dict[str, float]
     hit_line: int | None
 
