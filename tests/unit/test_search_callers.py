@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from codeask import search_only
@@ -43,8 +44,15 @@ def helper_repo(root: Path) -> Toolbox:
 
 
 def test_call_pattern_per_kind() -> None:
-    assert callers.call_pattern("decorated_with", "function") == r"\bdecorated_with\s*\("
-    assert callers.call_pattern("Linter.add_message", "method") == r"\badd_message\s*\("
+    called = re.compile(callers.call_pattern("decorated_with", "function") or "")
+    assert called.search("if decorated_with(node, names):")
+    assert called.search("cb = partial(utils.decorated_with, qnames=ABC)")  # handed on
+    assert called.search("  hook = decorated_with;")
+    assert not called.search("def is_decorated_with_x(node):")
+    assert not called.search("# see decorated_with for the rules")
+    assert (callers.call_pattern("Linter.add_message", "method") or "").startswith(
+        r"\badd_message\s*\("
+    )
     assert callers.call_pattern("pg.service.port", "template") == (
         r'\b(?:include|template)\s+"pg\.service\.port"'
     )
@@ -108,8 +116,8 @@ def test_template_call_sites_are_its_includes(tmp_path: Path) -> None:
         toolbox, "db.service.port", "template", "charts/db/templates/_helpers.tpl", 2
     )
     assert [(s.path, s.line) for s in sites] == [
-        ("charts/db/templates/NOTES.txt", 2),
         ("charts/db/templates/svc.yaml", 3),
+        ("charts/db/templates/NOTES.txt", 2),  # named like docs: after the templates
     ]
 
 
@@ -171,3 +179,27 @@ def test_a_constant_is_listed_where_it_is_used(tmp_path: Path) -> None:
     assert result.evidence[0].name == "MAX_RETRIES"
     assert "Where `MAX_RETRIES` is used (1 use in 1 file):" in result.text
     assert "- `app/client.py:5` in `def fetch(url)`" in result.text
+
+
+def test_c_call_sites_leave_out_prototypes_and_list_source_before_changelogs(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path, "nss/db.c", "bool\ndb_get (int db, list *out)\n{\n  return lookup (db, out);\n}\n"
+    )
+    write(tmp_path, "nss/db.h", "bool db_get (int db, list *out);\nextern int other (void);\n")
+    write(tmp_path, "ChangeLog", "2020  A. Hacker\n\t* nss/db.c (db_get): New.\n\tdb_get (x);\n")
+    write(
+        tmp_path,
+        "nscd/cache.c",
+        "static int\nadd_entry (int fd)\n{\n  if (!db_get (1, &l))\n    return -1;\n"
+        "  int (*fn) (int, list *) = db_get;\n  return 0;\n}\n",
+    )
+    toolbox = Toolbox(Snapshot(tmp_path, "b" * 40, RepoRef("libc", str(tmp_path))))
+    sites, _ = callers.find_call_sites(toolbox, "db_get", "function", "nss/db.c", 2)
+    assert [(s.path, s.line) for s in sites] == [
+        ("nscd/cache.c", 4),
+        ("nscd/cache.c", 6),  # a function pointer set to it
+        ("ChangeLog", 2),  # docs last (a name in brackets reads as handed on)
+        ("ChangeLog", 3),
+    ]

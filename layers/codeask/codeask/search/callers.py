@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
+from codeask.search.filekinds import KIND_WEIGHT
 from codeask.search.vocabulary import split_identifier, stem
 from codeask.tools import Toolbox
 
@@ -90,7 +91,7 @@ def asks_for_callers(question: str) -> bool:
 
 def call_pattern(name: str, kind: str) -> str | None:
     """What ripgrep searches for the calls of a definition: `name(` for code (a method by its own
-    name, a class as it is made), `include "name"` or `template "name"` for a template, the bare
+    name, a class as it is made) or the name handed on as a callback, `include "name"` or `template "name"` for a template, the bare
     name for anything else (a constant is used, not called); None for a name too short or too odd
     to search for."""
     if kind == "template":
@@ -100,7 +101,10 @@ def call_pattern(name: str, kind: str) -> str | None:
     bare = name.rsplit(".", 1)[-1]
     if len(bare) < 3 or not _NAME_RE.fullmatch(bare):
         return None
-    return rf"\b{bare}\s*\(" if kind in CALLED_KINDS else rf"\b{bare}\b"
+    if kind not in CALLED_KINDS:
+        return rf"\b{bare}\b"
+    # called, or handed on to be called: `partial(name, ...)`, `cb = name;`, `&name`
+    return rf"\b{bare}\s*\(|[(,=&]\s*(?:[\w.]+\.)?{bare}\s*[,);]"
 
 
 def _search(toolbox: Toolbox, pattern: str) -> SearchOutcome | None:
@@ -110,17 +114,30 @@ def _search(toolbox: Toolbox, pattern: str) -> SearchOutcome | None:
         return None
 
 
-def _sites(outcome: SearchOutcome, def_path: str, def_line: int) -> list[CallSite]:
-    """The hits that call, in path and line order: not the definition itself, nor a prototype,
-    an import or a comment that names it."""
+def _sites(outcome: SearchOutcome, name: str, def_path: str, def_line: int) -> list[CallSite]:
+    """The hits that call, source first, then in path and line order: not the definition itself,
+    nor a prototype, an import or a comment that names it."""
     out = []
+    order: dict[str, float] = {}
+    declared = _declaration(name)
     for fh in outcome.files:
+        order[fh.path] = -KIND_WEIGHT.get(fh.kind, 0.0)
         for h in fh.hits:
             # GNU C puts the return type on the line above the name: either is the definition
             if h.kind in _NOT_CALLS or (fh.path == def_path and abs(h.line - def_line) <= 1):
                 continue
+            if declared.match(h.text):
+                continue
             out.append(CallSite(fh.path, h.line, h.text.strip()))
-    return sorted(out, key=lambda s: (s.path, s.line))
+    return sorted(out, key=lambda s: (order[s.path], s.path, s.line))
+
+
+def _declaration(name: str) -> re.Pattern[str]:
+    """A C prototype of `name` (`extern int name (...);`, `bool name (int x);`): only type words
+    before the name, no call of it."""
+    bare = re.escape(name.rsplit(".", 1)[-1])
+    return re.compile(rf"^\s*(?!(?:return|else|case|do|goto|await|yield|not|new|throw|delete)\b)(?:[A-Za-z_]\w*[\s*]+)+"
+                      rf"\**{bare}\s*\([^=]*\)\s*(?:\w+\s*(?:\([^)]*\))?\s*)*;\s*$")  # fmt: skip
 
 
 def find_call_sites(
@@ -135,7 +152,7 @@ def find_call_sites(
     if outcome is None:
         return [], False
     toolbox.searches.append(outcome.describe())
-    return _sites(outcome, def_path, def_line), outcome.stopped_early
+    return _sites(outcome, name, def_path, def_line), outcome.stopped_early
 
 
 def write_call_sites(
