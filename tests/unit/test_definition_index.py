@@ -203,8 +203,8 @@ def test_callers_questions_list_where_the_definition_is_used(tree: Path) -> None
         Toolbox(snap),
     )
     assert result.evidence[0].name == "should_strip_auth"
-    assert "Where `should_strip_auth` is used" in result.text
-    assert "`tests/test_sessions.py:2`" in result.text
+    assert "Where `should_strip_auth` is called" in result.text
+    assert "`tests/test_sessions.py:2` in `def " in result.text  # with the definition it sits in
 
 
 # -- across commits, and within a time budget ---------------------------------------------------------

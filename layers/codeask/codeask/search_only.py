@@ -13,9 +13,17 @@ from dataclasses import dataclass, field
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
+from codeask.search.callers import (
+    asks_for_callers,
+    find_call_sites,
+    lift_helpers,
+    mentions_callers,
+    write_call_sites,
+)
 from codeask.search.definition_index import WAIT_S, DefinitionIndex, Found, Pending, index_for
 from codeask.search.definitions import extract
 from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine_language
+from codeask.search.hops import asks_for_hops, cite_hops
 from codeask.search.lines import better_key, pick_line, question_for, yaml_key
 from codeask.search.syntax import syntax_for
 from codeask.search.vocabulary import split_identifier, stem, synonyms
@@ -82,11 +90,6 @@ _STOP = set(
 # `code`, "quoted" or 'quoted' text; an apostrophe inside a word (chart's) opens no quote
 _IDENT_RE = re.compile(r"`([^`]+)`|\"([^\"]{3,})\"|(?<!\w)'([^']{3,})'(?!\w)")
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]|[A-Za-z]{3,}")
-_CALLERS_RE = re.compile(
-    r"\b(call(?:ers?|s|ed)?|call[- ]sites?|who\s+uses|every\s+(?:use|place)|all\s+(?:uses|places)|"
-    r"which\s+places|where\s+is\s+\S+\s+used|usages?)\b",
-    re.IGNORECASE,
-)
 
 
 _FOLDER_RE = re.compile(
@@ -247,8 +250,10 @@ def answer(
     found = _search_indexes(indexes, groups)
     chosen = _rg_terms(terms, indexes)
     pairs = _run_searches(toolbox, chosen)
+    callers = asks_for_callers(question)
     evidence = rank(toolbox, indexes, found, groups, pairs, named_folders(question),
-                    asked_kinds(question), _DEFAULT_RE.search(question) is not None)[:TOP_FILES]  # fmt: skip
+                    asked_kinds(question), _DEFAULT_RE.search(question) is not None,
+                    callers, asks_for_hops(question))[:TOP_FILES]  # fmt: skip
     searches = [o.describe() for _, o in pairs]
     if not evidence:
         large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
@@ -271,7 +276,7 @@ def answer(
     rows.append("The most likely places, best first:")
     for i, ev in enumerate(evidence, 1):
         rows += _cited(toolbox, i, ev)
-    if _CALLERS_RE.search(question) and evidence[0].name:
+    if mentions_callers(question) and evidence[0].name:
         rows += _call_sites(toolbox, evidence[0])
     rows.append("Read these to confirm; a model-backed answer would follow the trail further.")
     # Snippets and names are repository text: the same gate as any tool result.
@@ -378,6 +383,8 @@ def rank(
     folders: frozenset[str] = frozenset(),
     asked: frozenset[str] = frozenset(),
     defaults: bool = False,
+    callers: bool = False,
+    hops: bool = False,
 ) -> list[Evidence]:
     """Files ranked by their best place: a definition whose name, scope, path or doc says what the
     question says (BM25 over the index), plus what its body says (the question's words in it, and
@@ -394,6 +401,12 @@ def rank(
         for c in cands.values():
             if c.kind in SETTING_KINDS:
                 c.boost = DEFAULT_WEIGHT
+    if callers:  # search/callers.py, search/hops.py
+        stems = [w for words, _, _ in groups for w in words]
+        lift_helpers(toolbox, cands, stems, lambda p: _raw_lines(toolbox, p),
+                     lambda names: _named(indexes, names))  # fmt: skip
+    if hops:
+        cite_hops(cands, lambda p: _raw_lines(toolbox, p))
     by_file: dict[str, list[_Candidate]] = {}
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
@@ -466,6 +479,10 @@ def _inner_lines(
             ev.line, ev.end_line = pick.line, None
         else:
             ev.line, ev.end_line = c.line, pick.line
+def _named(indexes: list[tuple[str, DefinitionIndex]], names: list[str]) -> list[_Candidate]:
+    """Every definition with one of these exact names, as candidates."""
+    return [_Candidate(prefix + path, line, end, kind, name)
+            for prefix, index in indexes for path, line, end, kind, name in index.named(names)]  # fmt: skip
 
 
 def _mark_named(cands: dict[tuple[str, int], _Candidate], identifiers: set[str]) -> None:
@@ -730,26 +747,11 @@ def _scope(toolbox: Toolbox, ev: Evidence, lines: list[str] | None) -> str:
 
 
 def _call_sites(toolbox: Toolbox, ev: Evidence) -> list[str]:
-    """Where the top definition is called or used, each with the definition it sits in."""
-    name = ev.name.rsplit(".", 1)[-1]
-    if len(name) < 3 or not re.fullmatch(r"[A-Za-z_$][\w$]*", name):
-        return []
-    try:
-        outcome = toolbox.search_outcome(rf"\b{re.escape(name)}\b", stable=True)
-    except ToolRefused:
-        return []
-    toolbox.searches.append(outcome.describe())
-    sites = []
-    for fh in outcome.files:
-        for h in sorted(fh.hits, key=lambda h: h.line):
-            if fh.path == ev.path and h.line == ev.line:
-                continue
-            if h.kind in ("call", "reference"):
-                sites.append((fh.path, h.line))
-    if not sites:
-        return []
-    shown = sites[:15]
-    more = "" if len(sites) <= len(shown) and not outcome.stopped_early else " (first 15)"
-    rows = [f"Where `{name}` is used{more}:"]
-    rows += [f"- `{display_path(p)}:{n}`" for p, n in shown]
-    return rows
+    """Where the top definition is called, each call with the definition it sits in."""
+    sites, more = find_call_sites(toolbox, ev.name, ev.kind, ev.path, ev.line)
+
+    def scope_of(path: str, line: int) -> str:
+        return _scope(toolbox, Evidence(path, 0.0, line, ""), _lines(toolbox, path))
+
+    verb = "called" if ev.kind in ("function", "method", "template") else "used"
+    return write_call_sites(ev.name, sites, more, scope_of, verb)

@@ -182,6 +182,21 @@ class DefinitionIndex:
                 )
             )
 
+    def named(self, names: list[str]) -> list[tuple[str, int, int, str, str]]:
+        """(path, line, end, kind, name) of every definition with one of these exact names."""
+        out: list[tuple[str, int, int, str, str]] = []
+        with self._lock:
+            for i in range(0, len(names), 500):
+                chunk = names[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                for file_id, line, end, kind, name in self._db.execute(
+                    f"SELECT file, line, end_line, kind, name FROM defs WHERE name IN ({marks}) "
+                    "AND kind != 'file'",
+                    chunk,
+                ):
+                    out.append((self._paths[file_id][0], line, end, kind, name))
+        return sorted(out)
+
     def count(self, word: str) -> int:
         """How many definitions a (stemmed) word describes: its rarity in this snapshot."""
         with self._lock:
