@@ -479,6 +479,8 @@ def _inner_lines(
             ev.line, ev.end_line = pick.line, None
         else:
             ev.line, ev.end_line = c.line, pick.line
+
+
 def _named(indexes: list[tuple[str, DefinitionIndex]], names: list[str]) -> list[_Candidate]:
     """Every definition with one of these exact names, as candidates."""
     return [_Candidate(prefix + path, line, end, kind, name)
