@@ -11,7 +11,7 @@ import pytest
 
 from codeask.redact import mask_file, scan
 from codeask.search.ripgrep import RawMatch, find_rg
-from codeask.search.unmasked import Signs, stands_alone
+from codeask.search.unmasked import _WHOLE_FILE_SIGNS, Signs, stands_alone
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
 
@@ -55,8 +55,8 @@ def test_a_file_whose_secret_needs_the_whole_file_does_not_stand_alone(path: str
 
 
 def test_the_cases_hold_a_secret_only_the_whole_file_shows() -> None:
-    # Guards the cases above: each is masked whole, and at least the first four show nothing
-    # line by line, so standing alone would let a search find their value.
+    # Guards the cases above: each is masked whole, and these show nothing line by line, so
+    # standing alone would let a search find their value.
     for path in ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go"):
         lines = lines_of(WHOLE_FILE_ONLY[path])
         masked, counts = mask_file(lines, path)
@@ -187,3 +187,19 @@ def test_a_file_with_a_byte_order_mark_is_listed_as_python_reads_it(
     signs.sort([*plain, bom])
     assert all(signs.alone(m) for m in plain)
     assert not signs.alone(bom)
+
+
+@pytest.mark.parametrize("sign", _WHOLE_FILE_SIGNS)
+def test_rg_lists_a_file_holding_any_sign_python_reads(repo: Path, sign: str) -> None:
+    # The rg listing is made from the same signs: each one, in either case, keeps its file
+    # from standing alone there too.
+    for name, written in (("lower", sign), ("upper", sign.upper())):
+        text = f"def f():\n    return 1  # {written}\n"
+        (repo / "pkg" / f"sign_{name}.py").write_bytes(text.encode())
+        assert not stands_alone(text, f"pkg/sign_{name}.py")
+    signs = Signs(find_rg(), repo, timeout_s=10.0)
+    plain = [RawMatch(f"pkg/m{i}.py", 2, "    return common_route(event)") for i in range(150)]
+    marked = [RawMatch(f"pkg/sign_{name}.py", 1, "def f():") for name in ("lower", "upper")]
+    signs.sort([*plain, *marked])
+    assert all(signs.alone(m) for m in plain)
+    assert not any(signs.alone(m) for m in marked)
