@@ -36,6 +36,10 @@ def wrapped_b64_key(body: str) -> str:
 WHOLE_FILE_ONLY = {
     "src/continued.py": f'API_TOKEN = \\\n    "{VALUE}"\n',
     "src/netrc_text.py": f'NETRC = """machine db.internal login admin\n  password {VALUE}\n"""\n',
+    # The netrc keyword is any password word: each is a sign of its own.
+    "src/netrc_passwd.js": f"const netrc = `machine db.internal login admin\n  passwd {VALUE}\n`;\n",
+    "src/netrc_pwd.py": f'NETRC = """machine db.internal\n  login admin\n  pwd {VALUE}\n"""\n',
+    "src/netrc_phrase.rb": f"NETRC = <<~E\n  default login admin\n  passphrase {VALUE}\nE\n",
     "src/tls.py": f'KEY = """\n{pem(PEM_BODY)}"""\n',
     "src/kube.go": f"const key = `\n{wrapped_b64_key(PEM_BODY)}\n`\n",
     "deploy/values.yaml": f"db:\n  secret: |\n    {VALUE}\n",
@@ -57,7 +61,8 @@ def test_a_file_whose_secret_needs_the_whole_file_does_not_stand_alone(path: str
 def test_the_cases_hold_a_secret_only_the_whole_file_shows() -> None:
     # Guards the cases above: each is masked whole, and these show nothing line by line, so
     # standing alone would let a search find their value.
-    for path in ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go"):
+    cases = ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go")
+    for path in (*cases, "src/netrc_passwd.js", "src/netrc_pwd.py", "src/netrc_phrase.rb"):
         lines = lines_of(WHOLE_FILE_ONLY[path])
         masked, counts = mask_file(lines, path)
         assert counts, path

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeask.redact import config_syntax
+from codeask.redact.assignments import PASSWORD_WORDS
 from codeask.redact.kinds import MARKER_PREFIX
 from codeask.search.filekinds import CONFIG_LANGUAGES, language_of
 from codeask.search.patterns import compile_python
@@ -34,12 +35,12 @@ def shows_match(rx: re.Pattern[str] | None, masked: str) -> bool:
 
 # What redact.mask_file (files.py) needs in a file of code to mask more than the scanner masks
 # each line alone: a private key's armour, base64 that may hold one ("LS0t", five dashes
-# encoded), a value continued with a backslash, a netrc entry's password on a later line. Read
-# as a superset: in any case, anywhere in the file. (Substring tests: a regex alternation with
-# IGNORECASE costs 0.17 ms on a 50-line file.) rg reads the same signs (_RG_SIGNS is made from
-# them). A new whole-file rule for code in files.py must add its sign here, with a case in
-# tests/unit/test_search_unmasked.py.
-_WHOLE_FILE_SIGNS = ("private key", "ls0t", "password", "\\\n", "\\\r\n")
+# encoded), a value continued with a backslash, a netrc entry's password keyword (any of the
+# password words) on a later line. Read as a superset: in any case, anywhere in the file.
+# (Substring tests: a regex alternation with IGNORECASE costs 0.17 ms on a 50-line file.) rg
+# reads the same signs (_RG_SIGNS is made from them). A new whole-file rule for code in files.py
+# must add its sign here, with a case in tests/unit/test_search_unmasked.py.
+_WHOLE_FILE_SIGNS = ("private key", "ls0t", *PASSWORD_WORDS, "\\\n", "\\\r\n")
 
 
 def stands_alone(text: str, path: str) -> bool:
