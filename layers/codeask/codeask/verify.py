@@ -145,6 +145,7 @@ _PHRASE_PREFIX = re.compile(
     r"[ \t]+(?:of|in)[ \t]+(?:the[ \t]+file[ \t]+)?[`*\"']*$",
     re.IGNORECASE,
 )
+_PREFIX_WINDOW = 60  # characters before a path searched for such a phrase
 _WHOLE_CODE = re.compile(
     rf"(?P<p>.+?)(?::L?(?P<a>\d+)(?:{_DASH}L?(?P<b>\d+))?(?::\d+)?|#L(?P<c>\d+)(?:-L?(?P<d>\d+))?)?"
 )
@@ -287,6 +288,11 @@ def _trim(text: str, s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
+def _phrase_before(text: str, s: int) -> re.Match[str] | None:
+    """A `lines 3-5 of` phrase ending at s, where a path starts (the scan and `settled` alike)."""
+    return _PHRASE_PREFIX.search(text, max(0, s - _PREFIX_WINDOW), s)
+
+
 def _pair(a: str | None, b: str | None) -> tuple[int, int | None]:
     assert a is not None
     return int(a), int(b) if b is not None else None
@@ -308,7 +314,7 @@ class _Scanner:
         resume = 0
         for tok in _TOKEN.finditer(self.text):
             s, e = tok.span()
-            if s < resume or any(ts <= s < te for ts, te in self.taken):
+            if s < resume or self._taken(s):
                 continue
             resume = self._token(s, e)
         self.mentions.sort(key=lambda m: m.span)
@@ -421,7 +427,7 @@ class _Scanner:
     def _escaped(self, s: int, e: int) -> None:
         """A path the tools showed with escapes, cited as shown; only one that names a file or
         directory counts (a regex like `\bword\b` in prose is left to the main scan)."""
-        if any(ts <= s < te for ts, te in self.taken):
+        if self._taken(s):
             return
         s, e = _trim(self.text, s, e)
         found = self._lookup(self.text[s:e])
@@ -443,9 +449,12 @@ class _Scanner:
             return start, end, stop
         return None
 
+    def _taken(self, s: int) -> bool:
+        """Whether offset s is inside a mention already found (a code span's or an escaped path)."""
+        return any(ts <= s < te for ts, te in self.taken)
+
     def _prefix(self, s: int) -> tuple[int, int | None, int] | None:
-        window_start = max(0, s - 60)
-        m = _PHRASE_PREFIX.search(self.text, window_start, s)
+        m = _phrase_before(self.text, s)
         if m is None:
             return None
         start, end = _pair(m["a"], m["b"])
@@ -499,17 +508,15 @@ class _Scanner:
         found = self._lookup(raw)
         if found is not None and found.kind == "missing":
             # `_worker.py_` (Slack italics) or `~old.py~` (strike-through); `__init__.py` is real.
-            for wrap in "_~":
-                if len(raw) > 2 and raw[0] == raw[-1] == wrap:
-                    inner = self._lookup(raw[1:-1])
-                    if inner is not None:
-                        found, raw = inner, raw[1:-1]
-                        if span_start == s:
-                            span_start += 1
-                        if span_end == e:
-                            span_end -= 1
-                        s, e = s + 1, e - 1
-                    break
+            if len(raw) > 2 and raw[0] == raw[-1] and raw[0] in ("_", "~"):
+                inner = self._lookup(raw[1:-1])
+                if inner is not None:
+                    found, raw = inner, raw[1:-1]
+                    if span_start == s:
+                        span_start += 1
+                    if span_end == e:
+                        span_end -= 1
+                    s, e = s + 1, e - 1
         if found is None:
             return e
 
@@ -656,7 +663,7 @@ def settled(text: str, snapshot: Snapshot) -> tuple[int, Verification]:
         if not _LETTER.search(masked, s, e) or _decided(text, e):
             continue  # a number or a mark is never a path of its own
         hold = s  # in a code span, the span's forbidden region takes the cut back to its backtick
-        prefix = _PHRASE_PREFIX.search(masked, max(0, s - 60), s)
+        prefix = _phrase_before(masked, s)
         if prefix is not None:
             hold = min(hold, prefix.start())
         cut = min(cut, hold)
