@@ -187,3 +187,38 @@ def test_a_key_body_in_numbered_output_keeps_its_gutter() -> None:
 
     assert out[:-1] == [f"{i + 10:>4}  {KEY_MARK}" for i in range(len(body))]
     assert KEY_MARK in out[-1] and "END" not in out[-1]
+
+
+# --- A Kubernetes Secret's data is judged by its own document's kind: line ---------------------
+
+
+def test_a_secrets_indentation_in_one_document_admits_no_data_key_in_another() -> None:
+    # Given a List holding a Secret (its kind: and data: one level in), then a document whose
+    # Secret template sits at another indentation beside an ordinary `data:` mapping
+    text = "\n".join(
+        [
+            "kind: List",
+            "items:",
+            "  - kind: Secret",
+            "    data:",
+            f"      token: {RANDOM}",
+            "---",
+            "kind: Bundle",
+            "template:",
+            "  kind: Secret",
+            "  stringData:",
+            f"    password: {HUMAN}",
+            "settings:",
+            "  cache:",
+            "    data:",
+            "      mode: fastest",
+        ]
+    )
+
+    # When the manifest is shown
+    out = shown("deploy/bundle.yaml", text)
+
+    # Then both Secrets' values are masked and the other document's data is shown as written
+    assert RANDOM not in out[4] and HUMAN not in out[10]
+    assert out[14] == "      mode: fastest"
+    assert out[11:14] == text.split("\n")[11:14]
