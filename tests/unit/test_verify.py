@@ -536,3 +536,28 @@ def test_a_backticked_path_with_spaces_is_named_without_its_backticks(snap: Snap
         3,
         True,
     )
+
+
+def test_a_lines_phrase_around_a_backticked_path_is_read(snap: Snapshot) -> None:
+    # A simple path in backticks is left to the main scan, which reads the words around it
+    v = verify_answer("See lines 3-5 of `billing/worker.py` and `billing/retry.py` (line 7).", snap)
+    assert [(m.path, m.start_line, m.end_line) for m in v.mentions] == [
+        ("billing/worker.py", 3, 5),
+        ("billing/retry.py", 7, None),
+    ]
+
+
+def test_an_escaped_word_that_names_no_file_is_no_mention(snap: Snapshot) -> None:
+    # Escapes are read as a path the tools showed only when they name one; a regex is prose
+    v = verify_answer(r"Search for \bretry\b or worker\.py to find them.", snap)
+    assert v.mentions == []
+
+
+@pytest.mark.parametrize("text", ["Read `a b`", "Read `billing/ x`"])
+def test_settled_never_cuts_inside_a_code_span_that_ends_the_text(
+    snap: Snapshot, text: str
+) -> None:
+    # Given an answer whose last characters close a code span with a space inside it
+    cut, _ = settled(text, snap)
+    # Then the span is held whole: what settles ends before its opening backtick
+    assert cut == text.index("`") - 1
