@@ -561,3 +561,31 @@ def test_settled_never_cuts_inside_a_code_span_that_ends_the_text(
     cut, _ = settled(text, snap)
     # Then the span is held whole: what settles ends before its opening backtick
     assert cut == text.index("`") - 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "path"),
+    [
+        ("The key is in ./deploy/prod.pem:2.", "deploy/prod.pem"),
+        ("See ../outside.py:1.", "../outside.py"),
+    ],
+)
+def test_a_refused_path_is_named_as_written(snap: Snapshot, answer: str, path: str) -> None:
+    # A deny-listed or outside path is missing, named as written without a leading ./
+    m = only(verify_answer(answer, snap))
+    assert (m.path, m.kind, m.verified) == (path, "missing", False)
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("(see billing/worker.py, line 12)", "billing/worker.py, line 12"),
+        ("(see billing/worker.py line 3 to 5)", "billing/worker.py line 3 to 5"),
+        ("See billing/worker.py (line 12).", "billing/worker.py (line 12)"),
+    ],
+)
+def test_a_line_phrase_after_a_path_is_part_of_the_mention_up_to_its_number(
+    snap: Snapshot, answer: str, text: str
+) -> None:
+    # A closing parenthesis belongs to the mention only when the phrase opened one
+    assert only(verify_answer(answer, snap)).text == text
