@@ -222,3 +222,23 @@ def test_a_secrets_indentation_in_one_document_admits_no_data_key_in_another() -
     assert RANDOM not in out[4] and HUMAN not in out[10]
     assert out[14] == "      mode: fastest"
     assert out[11:14] == text.split("\n")[11:14]
+
+
+def test_a_secret_with_both_data_and_string_data_has_every_value_masked() -> None:
+    # Given one Secret with a data: mapping and then a stringData: mapping, under plain names
+    data = "ZmFzdC1tb2Rl"  # base64, under a name that says nothing
+    text = f"kind: Secret\ndata:\n  mode: {data}\nstringData:\n  region: eu-west-1"
+
+    out = shown("deploy/secret.yaml", text)
+
+    # Then the values of both mappings are masked, not only the last one's
+    assert data not in out[2] and "[REDACTED:" in out[2]
+    assert "eu-west-1" not in out[4]
+
+
+@pytest.mark.parametrize("path", [".env", "deploy/.env", ".env.example", "prod.env", ".env.local"])
+def test_a_dotenv_file_is_read_as_shell_so_a_typed_password_is_masked(path: str) -> None:
+    # A password of letters only is masked where the file's language says every value is data
+    text = "HOST=db\nDB_PASSWORD=" + "sunshine" + "lollipop"
+    out = shown(path, text)
+    assert out[0] == "HOST=db" and "lollipop" not in out[1] and "[REDACTED:" in out[1]
