@@ -59,6 +59,8 @@ GROUPS: dict[str, Group] = {
             "tests/unit/test_redact.py",
             "tests/unit/test_mask_file.py",
             "tests/unit/test_redact_hostile_shapes.py",
+            "tests/unit/test_redact_secret_names.py",
+            "tests/unit/test_redact_edges.py",
         ),
     ),
     "worker": Group(

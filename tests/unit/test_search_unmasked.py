@@ -11,7 +11,7 @@ import pytest
 
 from codeask.redact import mask_file, scan
 from codeask.search.ripgrep import RawMatch, find_rg
-from codeask.search.unmasked import Signs, stands_alone
+from codeask.search.unmasked import _WHOLE_FILE_SIGNS, Signs, stands_alone
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
 
@@ -36,6 +36,10 @@ def wrapped_b64_key(body: str) -> str:
 WHOLE_FILE_ONLY = {
     "src/continued.py": f'API_TOKEN = \\\n    "{VALUE}"\n',
     "src/netrc_text.py": f'NETRC = """machine db.internal login admin\n  password {VALUE}\n"""\n',
+    # The netrc keyword is any password word: each is a sign of its own.
+    "src/netrc_passwd.js": f"const netrc = `machine db.internal login admin\n  passwd {VALUE}\n`;\n",
+    "src/netrc_pwd.py": f'NETRC = """machine db.internal\n  login admin\n  pwd {VALUE}\n"""\n',
+    "src/netrc_phrase.rb": f"NETRC = <<~E\n  default login admin\n  passphrase {VALUE}\nE\n",
     "src/tls.py": f'KEY = """\n{pem(PEM_BODY)}"""\n',
     "src/kube.go": f"const key = `\n{wrapped_b64_key(PEM_BODY)}\n`\n",
     "deploy/values.yaml": f"db:\n  secret: |\n    {VALUE}\n",
@@ -55,9 +59,10 @@ def test_a_file_whose_secret_needs_the_whole_file_does_not_stand_alone(path: str
 
 
 def test_the_cases_hold_a_secret_only_the_whole_file_shows() -> None:
-    # Guards the cases above: each is masked whole, and at least the first four show nothing
-    # line by line, so standing alone would let a search find their value.
-    for path in ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go"):
+    # Guards the cases above: each is masked whole, and these show nothing line by line, so
+    # standing alone would let a search find their value.
+    cases = ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go")
+    for path in (*cases, "src/netrc_passwd.js", "src/netrc_pwd.py", "src/netrc_phrase.rb"):
         lines = lines_of(WHOLE_FILE_ONLY[path])
         masked, counts = mask_file(lines, path)
         assert counts, path
@@ -187,3 +192,19 @@ def test_a_file_with_a_byte_order_mark_is_listed_as_python_reads_it(
     signs.sort([*plain, bom])
     assert all(signs.alone(m) for m in plain)
     assert not signs.alone(bom)
+
+
+@pytest.mark.parametrize("sign", _WHOLE_FILE_SIGNS)
+def test_rg_lists_a_file_holding_any_sign_python_reads(repo: Path, sign: str) -> None:
+    # The rg listing is made from the same signs: each one, in either case, keeps its file
+    # from standing alone there too.
+    for name, written in (("lower", sign), ("upper", sign.upper())):
+        text = f"def f():\n    return 1  # {written}\n"
+        (repo / "pkg" / f"sign_{name}.py").write_bytes(text.encode())
+        assert not stands_alone(text, f"pkg/sign_{name}.py")
+    signs = Signs(find_rg(), repo, timeout_s=10.0)
+    plain = [RawMatch(f"pkg/m{i}.py", 2, "    return common_route(event)") for i in range(150)]
+    marked = [RawMatch(f"pkg/sign_{name}.py", 1, "def f():") for name in ("lower", "upper")]
+    signs.sort([*plain, *marked])
+    assert all(signs.alone(m) for m in plain)
+    assert not any(signs.alone(m) for m in marked)

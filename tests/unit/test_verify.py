@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codeask.snapshot import RepoRef, Snapshot
-from codeask.verify import Mention, Verification, verify_answer, warning_text
+from codeask.verify import Mention, Verification, settled, verify_answer, warning_text
 from conftest import examples
 
 SHA = "a3f9c21" + "0" * 33
@@ -218,6 +218,47 @@ def test_a_line_on_a_directory_is_unverified(snap: Snapshot) -> None:
     assert m.reason == "billing is a directory, so it has no line 3"
 
 
+def test_a_line_on_a_name_only_directories_share_is_unverified(tmp_path: Path) -> None:
+    # Given two directories named `shared` and no file of that name
+    for rel in ("api/shared/x.py", "web/shared/y.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    snap = Snapshot(tmp_path, SHA, RepoRef("billing", "https://github.com/acme/billing.git"))
+
+    # When an answer cites a line of it
+    m = only(verify_answer("It starts at shared:3.", snap))
+
+    # Then it is flagged for what it is: a directory has no lines
+    assert (m.kind, m.verified) == ("ambiguous", False)
+    assert m.reason == "shared is a directory, so it has no line 3"
+
+
+@pytest.mark.parametrize("lead", ["", "As shown, "])
+def test_a_lines_phrase_before_a_path_is_read_at_the_start_of_the_answer(
+    snap: Snapshot, lead: str
+) -> None:
+    m = only(verify_answer(f"{lead}lines 3-5 of billing/worker.py retry the job.", snap))
+    assert (m.path, m.start_line, m.end_line, m.verified) == ("billing/worker.py", 3, 5, True)
+    assert m.span[0] == len(lead)
+
+
+@pytest.mark.parametrize("partial", ["See billing/worker.py:12.", "See billing/worker.py:12 – 14."])
+def test_a_line_number_followed_by_a_dot_waits_for_what_follows(
+    snap: Snapshot, partial: str
+) -> None:
+    # Given an answer still being written that has just reached a `.` after a line number
+    final = partial + "5 for the ratio."
+
+    # When it is asked how much of it is final
+    cut, v = settled(partial, snap)
+
+    # Then the path is held back (`:12.5` is no line 12, `12 – 14.5` no range), and what did
+    # settle is what the finished answer says
+    assert cut <= partial.index("billing")
+    finished = {(m.span, m.start_line) for m in verify_answer(final, snap).mentions}
+    assert all((m.span, m.start_line) in finished for m in v.mentions)
+
+
 @pytest.mark.parametrize(
     "written",
     [
@@ -231,6 +272,7 @@ def test_a_line_on_a_directory_is_unverified(snap: Snapshot) -> None:
         "billing/jobs.py:12",
         ".env.local:3",
         "`docs/missing notes.md`",  # the backticked name is still checked word by word
+        "docs/guide.adoc",  # an extension not in the common list still makes a nested path a file
         "../outside.py:1",  # outside the snapshot: never opened
         "[the validator](utils/validation.py)",
     ],
@@ -271,7 +313,7 @@ retry.py?x=1#L3 and <https://acme.slack.com/archives/C1/p1|the thread about work
 [the runbook](https://wiki.acme.com/runbooks/billing.md), example.com, slack.com, \
 api.acme.io:8443, localhost:8080, redis:6379, mailto:billing@acme.com, \
 ftp://files.acme.com/dump.sql and git@github.com:acme/billing.git. Mirrors: \
-github.com/acme/billing/blob/main/x.py. HTTP/1.1 and HTTP/2.0 both work; times like 10:30 \
+github.com/acme/billing/blob/main/x.py, gitlab.acme.com/acme/billing/-/blob/main/x.py. HTTP/1.1 and HTTP/2.0 both work; times like 10:30 \
 are UTC (a.m./p.m.). Call `response.json()` or `request.json`, and hold `self.lock`. The \
 `billing.worker` module, `Worker.run`, `os.path`, `std::fs::read` and `text/html` are \
 fine, as is `/usr/local/bin/python` and `~/.config/codeask.toml`. We run 24/7, 50/50 split \
@@ -494,3 +536,56 @@ def test_a_backticked_path_with_spaces_is_named_without_its_backticks(snap: Snap
         3,
         True,
     )
+
+
+def test_a_lines_phrase_around_a_backticked_path_is_read(snap: Snapshot) -> None:
+    # A simple path in backticks is left to the main scan, which reads the words around it
+    v = verify_answer("See lines 3-5 of `billing/worker.py` and `billing/retry.py` (line 7).", snap)
+    assert [(m.path, m.start_line, m.end_line) for m in v.mentions] == [
+        ("billing/worker.py", 3, 5),
+        ("billing/retry.py", 7, None),
+    ]
+
+
+def test_an_escaped_word_that_names_no_file_is_no_mention(snap: Snapshot) -> None:
+    # Escapes are read as a path the tools showed only when they name one; a regex is prose
+    v = verify_answer(r"Search for \bretry\b or worker\.py to find them.", snap)
+    assert v.mentions == []
+
+
+@pytest.mark.parametrize("text", ["Read `a b`", "Read `billing/ x`"])
+def test_settled_never_cuts_inside_a_code_span_that_ends_the_text(
+    snap: Snapshot, text: str
+) -> None:
+    # Given an answer whose last characters close a code span with a space inside it
+    cut, _ = settled(text, snap)
+    # Then the span is held whole: what settles ends before its opening backtick
+    assert cut == text.index("`") - 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "path"),
+    [
+        ("The key is in ./deploy/prod.pem:2.", "deploy/prod.pem"),
+        ("See ../outside.py:1.", "../outside.py"),
+    ],
+)
+def test_a_refused_path_is_named_as_written(snap: Snapshot, answer: str, path: str) -> None:
+    # A deny-listed or outside path is missing, named as written without a leading ./
+    m = only(verify_answer(answer, snap))
+    assert (m.path, m.kind, m.verified) == (path, "missing", False)
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("(see billing/worker.py, line 12)", "billing/worker.py, line 12"),
+        ("(see billing/worker.py line 3 to 5)", "billing/worker.py line 3 to 5"),
+        ("See billing/worker.py (line 12).", "billing/worker.py (line 12)"),
+    ],
+)
+def test_a_line_phrase_after_a_path_is_part_of_the_mention_up_to_its_number(
+    snap: Snapshot, answer: str, text: str
+) -> None:
+    # A closing parenthesis belongs to the mention only when the phrase opened one
+    assert only(verify_answer(answer, snap)).text == text

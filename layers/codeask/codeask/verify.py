@@ -145,6 +145,7 @@ _PHRASE_PREFIX = re.compile(
     r"[ \t]+(?:of|in)[ \t]+(?:the[ \t]+file[ \t]+)?[`*\"']*$",
     re.IGNORECASE,
 )
+_PREFIX_WINDOW = 60  # characters before a path searched for such a phrase
 _WHOLE_CODE = re.compile(
     rf"(?P<p>.+?)(?::L?(?P<a>\d+)(?:{_DASH}L?(?P<b>\d+))?(?::\d+)?|#L(?P<c>\d+)(?:-L?(?P<d>\d+))?)?"
 )
@@ -169,7 +170,7 @@ def _dirs_by_basename(snapshot: Snapshot) -> dict[str, list[str]]:
     if index is None:
         index = {}
         for d in sorted(snapshot.dir_set):
-            index.setdefault(d.rsplit("/", 1)[-1], []).append(d)
+            index.setdefault(d.rpartition("/")[2], []).append(d)
         _dir_indexes[snapshot] = index
     return index
 
@@ -217,7 +218,7 @@ def _extension(name: str) -> str | None:
 def _is_host(component: str) -> bool:
     if "." not in component:
         return False
-    return component.startswith("www.") or component.rsplit(".", 1)[-1].lower() in _TLDS
+    return component.startswith("www.") or component.rpartition(".")[2].lower() in _TLDS
 
 
 def _claims_file(raw: str, *, quoted: bool, in_fence: bool, has_lines: bool) -> bool:
@@ -287,6 +288,11 @@ def _trim(text: str, s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
+def _phrase_before(text: str, s: int) -> re.Match[str] | None:
+    """A `lines 3-5 of` phrase ending at s, where a path starts (the scan and `settled` alike)."""
+    return _PHRASE_PREFIX.search(text, max(0, s - _PREFIX_WINDOW), s)
+
+
 def _pair(a: str | None, b: str | None) -> tuple[int, int | None]:
     assert a is not None
     return int(a), int(b) if b is not None else None
@@ -308,7 +314,7 @@ class _Scanner:
         resume = 0
         for tok in _TOKEN.finditer(self.text):
             s, e = tok.span()
-            if s < resume or any(ts <= s < te for ts, te in self.taken):
+            if s < resume or self._taken(s):
                 continue
             resume = self._token(s, e)
         self.mentions.sort(key=lambda m: m.span)
@@ -327,7 +333,7 @@ class _Scanner:
             return _Found("file", rel)
         if rel in self.snap.dir_set:
             return _Found("dir", rel)
-        name = rel.rsplit("/", 1)[-1]
+        name = rel.rpartition("/")[2]
         tail = "/" + rel
         nested = "/" in rel
         files = [f for f in self.snap.by_basename.get(name, ()) if not nested or f.endswith(tail)]
@@ -403,7 +409,8 @@ class _Scanner:
         found = self._lookup(m["p"])
         if found is None or found.kind == "missing":
             return
-        lo = cs + self.text[cs:ce].index(content)
+        span = self.text[cs:ce]
+        lo = cs + len(span) - len(span.lstrip())
         hi = lo + len(content)
         lines: tuple[int, int | None] | None = None
         if m["a"] or m["c"]:
@@ -420,7 +427,7 @@ class _Scanner:
     def _escaped(self, s: int, e: int) -> None:
         """A path the tools showed with escapes, cited as shown; only one that names a file or
         directory counts (a regex like `\bword\b` in prose is left to the main scan)."""
-        if any(ts <= s < te for ts, te in self.taken):
+        if self._taken(s):
             return
         s, e = _trim(self.text, s, e)
         found = self._lookup(self.text[s:e])
@@ -442,9 +449,12 @@ class _Scanner:
             return start, end, stop
         return None
 
+    def _taken(self, s: int) -> bool:
+        """Whether offset s is inside a mention already found (a code span's or an escaped path)."""
+        return any(ts <= s < te for ts, te in self.taken)
+
     def _prefix(self, s: int) -> tuple[int, int | None, int] | None:
-        window_start = max(0, s - 60)
-        m = _PHRASE_PREFIX.search(self.text, window_start, s)
+        m = _phrase_before(self.text, s)
         if m is None:
             return None
         start, end = _pair(m["a"], m["b"])
@@ -463,15 +473,17 @@ class _Scanner:
             return start, end, span_start, e
         return None, None, s, e
 
-    def _quoted(self, s: int, e: int, span_end: int) -> bool:
-        """Whether the token stands alone as a path: all of a code span, or a link's target."""
+    def _quoted(self, s: int, e: int) -> bool:
+        """Whether the token stands alone as a path: all of a code span, or a link's target.
+        (Only asked of a token without lines: with them, it is a citation either way.)"""
         code = next(((cs, ce) for cs, ce in self.codes if cs <= s < ce), None)
         if code is None:
-            return s >= 2 and self.text[s - 2 : s] == "]("  # a markdown link target
+            # A markdown link target; before offset 2 the slice is empty.
+            return self.text[s - 2 : s] == "]("
         content = self.text[code[0] : code[1]]
         lo = code[0] + len(content) - len(content.lstrip())
         hi = code[1] - len(content) + len(content.rstrip())
-        return s == lo and (e == hi or span_end == hi)
+        return s == lo and e == hi
 
     def _token(self, s: int, e: int) -> int:
         """Consider one token as a path mention; returns where scanning may resume."""
@@ -482,7 +494,7 @@ class _Scanner:
 
         start, end, span_start, span_end = self._lines_around(s, e)
         has_lines = start is not None
-        quoted = self._quoted(s, e, span_end)
+        quoted = self._quoted(s, e)
         in_fence = any(fs <= s < fe for fs, fe in self.fences)
 
         glob_after = self.text[e : e + 1] == "*" and raw[-1] in "/."
@@ -496,17 +508,15 @@ class _Scanner:
         found = self._lookup(raw)
         if found is not None and found.kind == "missing":
             # `_worker.py_` (Slack italics) or `~old.py~` (strike-through); `__init__.py` is real.
-            for wrap in "_~":
-                if len(raw) > 2 and raw[0] == raw[-1] == wrap:
-                    inner = self._lookup(raw[1:-1])
-                    if inner is not None:
-                        found, raw = inner, raw[1:-1]
-                        if span_start == s:
-                            span_start += 1
-                        if span_end == e:
-                            span_end -= 1
-                        s, e = s + 1, e - 1
-                    break
+            if len(raw) > 2 and raw[0] == raw[-1] and raw[0] in ("_", "~"):
+                inner = self._lookup(raw[1:-1])
+                if inner is not None:
+                    found, raw = inner, raw[1:-1]
+                    if span_start == s:
+                        span_start += 1
+                    if span_end == e:
+                        span_end -= 1
+                    s, e = s + 1, e - 1
         if found is None:
             return e
 
@@ -596,19 +606,18 @@ SUFFIX_PREFIXES = _suffix_prefixes()
 _SPECIAL_START = re.compile(r"<\s*(?:!|\Z)")
 
 
-def _viable(rx: re.Pattern[str], text: str, start: int, stop: int) -> int:
-    """How many characters from `start` are still a prefix of something `rx`'s language holds."""
+def _viable(rx: re.Pattern[str], text: str, start: int) -> int:
+    """How many characters from `start` are still a prefix of something `rx`'s language holds
+    (never a line break: no suffix holds one, so the run ends on its line)."""
     k = 0
-    while start + k < stop and rx.fullmatch(text, start, start + k + 1):
+    while start + k < len(text) and rx.fullmatch(text, start, start + k + 1):
         k += 1
     return k
 
 
 def _decided(text: str, end: int) -> bool:
     """Whether what follows a path ending at `end` can no longer become its line suffix."""
-    stop = text.find("\n", end)
-    stop = len(text) if stop < 0 else stop
-    viable = max(_viable(rx, text, end, stop) for rx in SUFFIX_PREFIXES)
+    viable = max(_viable(rx, text, end) for rx in SUFFIX_PREFIXES)
     # The suffixes look up to two characters past their end (`12.5` is no line 12).
     after = text[end + viable : end + viable + 2]
     return len(after) == 2 or "\n" in after
@@ -653,11 +662,8 @@ def settled(text: str, snapshot: Snapshot) -> tuple[int, Verification]:
             break
         if not _LETTER.search(masked, s, e) or _decided(text, e):
             continue  # a number or a mark is never a path of its own
-        hold = s
-        code = next(((cs, ce) for cs, ce in codes if cs <= s < ce), None)
-        if code is not None:
-            hold = code[0] - 1
-        prefix = _PHRASE_PREFIX.search(masked, max(0, s - 60), s)
+        hold = s  # in a code span, the span's forbidden region takes the cut back to its backtick
+        prefix = _phrase_before(masked, s)
         if prefix is not None:
             hold = min(hold, prefix.start())
         cut = min(cut, hold)

@@ -18,7 +18,10 @@ from codeask.redact.tokens import ALNUM, Span
 
 _NAME_CHARS = ALNUM | frozenset("_.-")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
+# The words that name a password, alone or in a longer name (db_passwd, userPwd). Every rule that
+# reads a password's key by its name reads these: judge_name, the netrc entry's keyword, and the
+# search's whole-file signs (search/unmasked.py).
+PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
 # Words that end in "pass" without being one; "dbpass" and "rootpass" are.
 _NOT_PASS = frozenset({"bypass", "compass", "encompass", "surpass", "overpass", "underpass",
                        "trespass", "impass", "impasse", "sidepass", "multipass"})  # fmt: skip
@@ -53,7 +56,7 @@ def _segments(name: str) -> list[str]:
 
 
 def _is_pass_segment(seg: str) -> bool:
-    if any(w in seg for w in _PASSWORD_WORDS):
+    if any(w in seg for w in PASSWORD_WORDS):
         return True
     return seg.endswith("pass") and seg not in _NOT_PASS
 
@@ -538,7 +541,7 @@ def curl_user_spans(text: str, low: str) -> Iterator[Span]:
 # and the short forms of commands known to take one: `mysql -pX` (attached), `sshpass -p X`,
 # `docker login -p X` (and podman, helm registry, oras, buildah, skopeo).
 _OPTION = re.compile(
-    r"(?:^|(?<=[\s\"'(\[]))(?:--(?P<long>[a-z][a-z0-9-]*)[ \t]+"
+    r"(?:^|(?<=[\s\"'(\[]))(?:--(?P<long>[^\W\d_][\w.-]*)[ \t]+"
     r"|(?P<cmd>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t])-p(?=[^\s-])"
     r"|(?P<cmd2>\b(?:sshpass|login)\b[^\n|;&]*?[ \t])-p[ \t]+)"
     r"[\"']?(?P<v>[^\s\"'`;|&)-][^\s\"'`;|&)]*)",
@@ -568,21 +571,33 @@ def option_spans(text: str, low: str) -> Iterator[Span]:
 
 # .netrc entries, also written by scripts and Dockerfiles (`echo "machine h login u password p"`):
 # `machine HOST` (or `default`), any login/account words, then `password VALUE`, on one line or
-# several, as netrc's grammar has it.
+# several, as netrc's grammar has it. The keyword is any password's name judge_name reads
+# (`passwd`, `pwd`, `db_password`) holding one of PASSWORD_WORDS, not a bare `…pass`: with no `=`
+# or `:` to mark a key, "pass" between two words is English ("the machine learning pass rate").
+# Without a login or account word the words read as prose as well ("the default password is"):
+# then only a value that looks typed counts.
 _NETRC = re.compile(
     r"\b(?:machine[ \t\r\n]+[^\s\"'`]+|default)"
-    r"(?:[ \t\r\n]+(?:login|account)[ \t\r\n]+[^\s\"'`]+)*"
-    r"[ \t\r\n]+password[ \t]+(?P<v>[^\s\"'`]+)"
+    r"(?P<who>(?:[ \t\r\n]+(?:login|account)[ \t\r\n]+[^\s\"'`]+)*)"
+    r"[ \t\r\n]+(?P<k>[\w.-]*(?:" + "|".join(PASSWORD_WORDS) + r")[\w.-]*)"
+    r"[ \t]+(?P<v>[^\s\"'`]+)"
 )
 
 
 def netrc_spans(text: str, low: str) -> Iterator[Span]:
-    if "password" not in low:
+    if not any(word in low for word in PASSWORD_WORDS):
         return
     for m in _NETRC.finditer(low):
+        name = judge_name(text[m.start("k") : m.end("k")])
         start, end = m.span("v")
         value = text[start:end]
-        if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
+        if (
+            name is not None
+            and name.whole
+            and is_literal_value(value)
+            and value.lower() not in _NOT_A_PASSWORD
+            and (m.group("who") or _is_typed_password(value))
+        ):
             yield start, end, "secret-assignment"
 
 

@@ -35,7 +35,8 @@ _PEM_SUFFIX = re.compile(r"(?:\\[nr])*(?:[\"'][ \t]*[,+]?)?[ \t]*\r?$")
 def gutter(line: str) -> str:
     """The line-number gutter and indentation a tool printed before a line's text."""
     m = GUTTER.match(line)
-    return m.group(0) if m else ""
+    assert m is not None  # every part of GUTTER is optional: it matches at any line's start
+    return m.group(0)
 
 
 def _body_content(line: str) -> str:

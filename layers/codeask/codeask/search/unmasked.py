@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codeask.redact import config_syntax
+from codeask.redact.assignments import PASSWORD_WORDS
 from codeask.redact.kinds import MARKER_PREFIX
 from codeask.search.filekinds import CONFIG_LANGUAGES, language_of
 from codeask.search.patterns import compile_python
@@ -34,11 +35,12 @@ def shows_match(rx: re.Pattern[str] | None, masked: str) -> bool:
 
 # What redact.mask_file (files.py) needs in a file of code to mask more than the scanner masks
 # each line alone: a private key's armour, base64 that may hold one ("LS0t", five dashes
-# encoded), a value continued with a backslash, a netrc entry's password on a later line. Read
-# as a superset: in any case, anywhere in the file. (Substring tests: a regex alternation with
-# IGNORECASE costs 0.17 ms on a 50-line file.) A new whole-file rule for code in files.py must
-# add its sign here and to _RG_SIGNS, with a case in tests/unit/test_search_unmasked.py.
-_WHOLE_FILE_SIGNS = ("private key", "ls0t", "password", "\\\n", "\\\r\n")
+# encoded), a value continued with a backslash, a netrc entry's password keyword (any of the
+# password words) on a later line. Read as a superset: in any case, anywhere in the file.
+# (Substring tests: a regex alternation with IGNORECASE costs 0.17 ms on a 50-line file.) rg
+# reads the same signs (_RG_SIGNS is made from them). A new whole-file rule for code in files.py
+# must add its sign here, with a case in tests/unit/test_search_unmasked.py.
+_WHOLE_FILE_SIGNS = ("private key", "ls0t", *PASSWORD_WORDS, "\\\n", "\\\r\n")
 
 
 def stands_alone(text: str, path: str) -> bool:
@@ -59,11 +61,18 @@ def code_by_name(path: str) -> bool:
     return language is not None and language not in CONFIG_LANGUAGES and config_syntax(path) is None
 
 
+def _rg_sign(sign: str) -> str:
+    """A sign as an rg pattern: rg reads line by line, so a line break it ends with is the
+    line's end (`$`); every other character but a letter, a digit or a space by its code."""
+    body, end = (sign[:-1], "$") if sign.endswith("\n") else (sign, "")
+    return "".join(c if c.isalnum() or c == " " else f"\\x{ord(c):02x}" for c in body) + end
+
+
 # The same signs for rg, with what else keeps a file from standing alone: a control byte (a
 # carriage return too) or a NUL, a byte outside ASCII. Searched case-insensitively, as text, in
 # the raw bytes Python reads (`--encoding none`: rg would otherwise strip a byte-order mark and
 # decode UTF-16 before looking).
-_RG_SIGNS = r"private key|ls0t|password|\\\r?$|(?-u:[\x00-\x08\x0b-\x1f\x7f-\xff])"
+_RG_SIGNS = "|".join([*map(_rg_sign, _WHOLE_FILE_SIGNS), r"(?-u:[\x00-\x08\x0b-\x1f\x7f-\xff])"])
 
 
 class Signs:
