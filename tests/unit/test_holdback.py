@@ -285,3 +285,14 @@ def test_each_update_settles_what_the_whole_text_check_settles(
     # And the finished answer is the text, shown whole
     assert hold.finish() == text.strip()
     assert screen.settled[-1].text == text.strip() and screen.settled[-1].done
+
+
+def test_a_close_angle_bracket_lines_later_takes_back_nothing_settled(snap: Snapshot) -> None:
+    # Given a `<` in prose, settled past because its line ended without a `>`
+    first = "a < b\n- the worker then "
+    cut, _ = settled(first, snap)
+    assert cut > first.index("\n")
+    # When a `-->` (a diagram arrow) arrives on a later line
+    later, _ = settled(first + "hands it on -->", snap)
+    # Then the `<` is still plain text: Slack's `<…>` never spans lines
+    assert later >= cut

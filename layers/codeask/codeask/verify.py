@@ -651,7 +651,10 @@ def settled(text: str, snapshot: Snapshot) -> tuple[int, Verification]:
         forbidden.append((cs - 1, ce + 1 if ce + 1 < n else ce + 2))
     for m in re.finditer("<", text):
         p = m.start()
-        close = text.find(">", p)
+        # Slack's `<…>` ends on its own line: a `>` lines later does not make an earlier `<` one
+        # (it would take back text already settled past it).
+        eol = text.find("\n", p)
+        close = text.find(">", p, n if eol < 0 else eol)
         if close >= 0:
             forbidden.append((p, close + 1))
         elif p >= line_start or _SPECIAL_START.match(text, p):
