@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from codeask.redact import mask_file, scan
 from codeask.redact.assignments import judge_name
 
 # Isolated from the developer's and the CI machine's git configuration, hooks and signing.
@@ -246,3 +247,13 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:
 
 # The loopback AWS/Slack/model stack for integration tests lives with the other fakes.
 pytest_plugins = ("fakes.stack",)
+
+
+def shown_by_tools(path: str, text: str) -> list[str]:
+    """What a tool shows of a file: masked as a whole by its path, then through the gate (the
+    line count kept)."""
+    lines = text.split("\n")
+    out, _ = mask_file(lines, path)
+    gated = scan("\n".join(out))[0].split("\n")
+    assert len(gated) == len(lines)
+    return gated

@@ -10,21 +10,13 @@ import random
 import pytest
 
 from codeask.redact import REDACTED, mask_file, scan
+from conftest import shown_by_tools as shown
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 HUMAN = "Hd7Fj2" + "Kl5Zx9Cv"
 RANDOM = "Bn4Vc7" + "Xz2Lk9Jh"
 MARK = REDACTED.format(kind="secret-assignment")
 KEY_MARK = REDACTED.format(kind="private-key")
-
-
-def shown(path: str, text: str) -> list[str]:
-    """What a tool shows of a file: masked as a whole by its path, then through the gate."""
-    lines = text.split("\n")
-    out, _ = mask_file(lines, path)
-    gated = scan("\n".join(out))[0].split("\n")
-    assert len(gated) == len(lines)
-    return gated
 
 
 # --- A backslash at a line's end: a continuation, or an escaped backslash ----------------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeask.redact import REDACTED, mask_file, scan
+from codeask.redact import REDACTED, scan
+from conftest import shown_by_tools as masked
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 HUMAN = "Hd7Fj2" + "Kl5Zx9Cv"
@@ -12,15 +13,6 @@ RANDOM = "Bn4Vc7" + "Xz2Lk9Jh"
 LETTERS = "sunshine" + "lollipop"  # a typed password of letters only
 UUID = "a1b2c3d4-e5f6-7890-" + "abcd-ef1234567890"
 MARK = REDACTED.format(kind="secret-assignment")
-
-
-def masked(path: str, text: str) -> list[str]:
-    """What a tool shows of a file: masked as a whole by its path, then through the gate."""
-    lines = text.split("\n")
-    out, _ = mask_file(lines, path)
-    shown = scan("\n".join(out))[0].split("\n")
-    assert len(shown) == len(lines)
-    return shown
 
 
 def assert_only_secret_lines_changed(text: str, out: list[str], secrets: tuple[str, ...]) -> None:

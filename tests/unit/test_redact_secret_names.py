@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeask.redact import mask_file, scan
+from codeask.redact import scan
+from conftest import shown_by_tools as shown
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 VALUE = "Hd7Fj2" + "Kl5Zx9Cv"
@@ -71,15 +72,6 @@ NETRC_SHAPES = {
 
 def camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.replace("-", "_").split("_"))
-
-
-def shown(path: str, text: str) -> list[str]:
-    """What a tool shows of a file: masked as a whole by its path, then through the gate."""
-    lines = text.split("\n")
-    out, _ = mask_file(lines, path)
-    gated = scan("\n".join(out))[0].split("\n")
-    assert len(gated) == len(lines)
-    return gated
 
 
 def assert_only_the_value_masked(text: str, out: list[str]) -> None:
