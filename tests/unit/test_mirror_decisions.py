@@ -32,6 +32,11 @@ def new_store(tmp: Path) -> MirrorStore:
     return MirrorStore(tmp / "mirrors", tmp / "snapshots", DenyList(), lock_timeout_s=WAIT_S)
 
 
+def published(work: GitWorkTree, daemon: GitDaemon, tmp: Path) -> tuple[MirrorStore, RepoSpec]:
+    """A store under `tmp`, and the spec of `work` as the git daemon serves it (upstream.git)."""
+    return new_store(tmp), RepoSpec.parse(daemon.publish(work, "upstream.git"))
+
+
 def waiting_in(thread: threading.Thread, filename: str) -> bool:
     """Whether `thread` is now running code of the file `filename` (e.g. blocked on a lock)."""
     frame: FrameType | None = sys._current_frames().get(thread.ident or 0)
@@ -138,8 +143,7 @@ def test_a_commit_that_cannot_be_read_is_named_with_the_object_it_lacks(
     # Given a mirror whose commit's root tree is gone
     work = git_repo("work")
     work.commit({"README.md": "v1\n"})
-    store = new_store(tmp_path)
-    spec = RepoSpec.parse(git_daemon.publish(work, "upstream.git"))
+    store, spec = published(work, git_daemon, tmp_path)
     head = store.sync(spec).sha
     mdir = store.mirror_dir(spec)
     prepare(mdir, "loose")
@@ -158,8 +162,7 @@ def test_a_sync_times_each_of_its_steps(
 ) -> None:
     work = git_repo("work")
     work.commit({"README.md": "v1\n"})
-    store = new_store(tmp_path)
-    spec = RepoSpec.parse(git_daemon.publish(work, "upstream.git"))
+    store, spec = published(work, git_daemon, tmp_path)
     first = store.sync(spec)
     again = store.sync(spec)
     # The first sync fetched under the lock; the next one found the mirror current and checked
@@ -199,7 +202,7 @@ def test_the_room_a_fetch_asks_for_is_what_the_mirrors_packs_take(
     # Given a mirror that fetched twice (two packs), and one with no pack at all
     work = git_repo("work")
     work.commit({"README.md": "v1\n", "data.bin": os.urandom(20_000).hex()})
-    store, spec = new_store(tmp_path), RepoSpec.parse(git_daemon.publish(work, "upstream.git"))
+    store, spec = published(work, git_daemon, tmp_path)
     store.sync(spec)
     work.commit({"README.md": "v2\n"})
     git_daemon.publish(work, "upstream.git")
