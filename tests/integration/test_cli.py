@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env
+from conftest import GitWorkTree, cli_env
 from conftest import run_codeask as codeask
 from fakes import billing
 
@@ -28,7 +28,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def repo(git_repo: Callable[..., object]) -> object:
+def repo(git_repo: Callable[..., GitWorkTree]) -> GitWorkTree:
     work = git_repo("billing")
     work.commit(FILES, message="initial")
     return work

@@ -71,7 +71,8 @@ class Screen:
 
 
 def run(tmp_path: Path, repo: Any, fake: Any, **kwargs: Any) -> tuple[Any, Screen, list[str]]:
-    screen, progress = Screen(), []
+    screen = Screen()
+    progress: list[str] = []
     ans = ask(
         "Where are failed jobs retried?",
         RepoSpec.parse(str(repo.path)),
@@ -173,7 +174,7 @@ def test_overloaded_before_the_stream_starts_is_retried_as_before(
 
 def test_streamed_usage_and_prompt_caching_are_counted_as_billed(tmp_path: Path, repo: Any) -> None:
     # Given a three-round investigation with caching on
-    script = [
+    script: list[Reply | Fail] = [
         Reply([tool_use("search_code", {"pattern": "def retry_job"})]),
         Reply([tool_use("read_file", {"path": "billing/worker.py"})]),
         Reply([text(FINAL)]),

@@ -26,7 +26,7 @@ from fakes.messages_api import (
 
 MODEL = "claude-sonnet-5-5"
 BEDROCK_MODEL = "anthropic.claude-sonnet-5-5-v1:0"
-TOOLS: list[dict[str, Any]] = [
+TOOLS: list[Any] = [
     {
         "name": "search_code",
         "description": "Search the repository.",
@@ -435,7 +435,9 @@ def test_a_streamed_reply_sends_every_event_in_order_and_adds_up_to_the_message(
     assert sent[-2:] == ["message_delta", "message_stop"]
     assert sent.count("content_block_start") == sent.count("content_block_stop") == 2
     assert fake.requests[0].streamed and fake.requests[0].body["stream"] is True
-    assert final.usage.output_tokens == fake.requests[0].response["usage"]["output_tokens"]
+    response = fake.requests[0].response
+    assert response is not None
+    assert final.usage.output_tokens == response["usage"]["output_tokens"]
     assert final.usage.input_tokens == estimate_input_tokens(fake.requests[0].body)
 
 

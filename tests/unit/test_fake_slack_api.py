@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from slack_sdk import WebClient
@@ -251,7 +252,7 @@ def test_malformed_blocks_are_invalid_blocks(client: WebClient, blocks: object) 
 
 def test_texts_at_the_limits_are_accepted(client: WebClient) -> None:
     full = "x" * MAX_TEXT_OBJECT_CHARS
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": full}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": full}] * 10},
         {"type": "markdown", "text": "y" * 6_000},

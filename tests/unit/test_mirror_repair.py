@@ -247,7 +247,7 @@ def warm_sync(tmp: Path, url: str, between: Callable[[], str]) -> tuple[dict[str
 
 # ---- the state file and the lock beside the mirror ------------------------------------------
 
-STATE_DAMAGE: dict[str, Callable[[Path], None]] = {
+STATE_DAMAGE: dict[str, Callable[[Path], object]] = {
     "a JSON list": lambda p: p.write_text("[1, 2, 3]\n"),
     "a JSON string": lambda p: p.write_text('"branches"\n'),
     "branches of the wrong type": lambda p: p.write_text('{"branches": "main", "url": 7}\n'),
@@ -267,7 +267,7 @@ STATE_DAMAGE: dict[str, Callable[[Path], None]] = {
 
 @pytest.mark.parametrize("damage", STATE_DAMAGE.values(), ids=STATE_DAMAGE.keys())
 def test_a_state_file_of_any_other_shape_is_replaced(
-    damage: Callable[[Path], None], served: Served, tmp_path: Path
+    damage: Callable[[Path], object], served: Served, tmp_path: Path
 ) -> None:
     # Given a synced mirror whose state file (which dates stale notes) is something else now
     elsewhere = tmp_path / "elsewhere"
@@ -388,7 +388,7 @@ def test_what_a_killed_fetch_left_is_cleaned_by_the_next_fetch(
 
 # ---- damaged snapshots ----------------------------------------------------------------------
 
-SNAPSHOT_DAMAGE: dict[str, Callable[[Path], None]] = {
+SNAPSHOT_DAMAGE: dict[str, Callable[[Path], object]] = {
     "a file deleted": lambda s: _writable(s, lambda: os.unlink(s / "src" / "app.py")),
     "a file truncated": lambda s: _writable(s, lambda: truncate(s / "src" / "app.py", 3)),
     "a file cut in place": lambda s: _writable(s, lambda: _cut(s / "src" / "app.py", 3)),
@@ -428,7 +428,12 @@ def _manifest(
             was.entries[entry[0]] = entry[1]
         data = Manifest(sha or was.sha, was.view, was.entries, was.dirs).dump()
     path = snap / MANIFEST_NAME
-    _writable(snap, lambda: (os.unlink(path), path.write_bytes(data)))
+
+    def rewrite() -> None:
+        path.unlink()
+        path.write_bytes(data)
+
+    _writable(snap, rewrite)
 
 
 def _cut(path: Path, size: int) -> None:
@@ -450,7 +455,7 @@ def remove(path: Path) -> None:
 
 @pytest.mark.parametrize("damage", SNAPSHOT_DAMAGE.values(), ids=SNAPSHOT_DAMAGE.keys())
 def test_a_damaged_snapshot_is_written_again(
-    damage: Callable[[Path], None], served: Served, tmp_path: Path
+    damage: Callable[[Path], object], served: Served, tmp_path: Path
 ) -> None:
     # Given a snapshot on disk that was changed after it was written (or its manifest was)
     first = sync_in_child(tmp_path, served.url)
@@ -595,7 +600,7 @@ def test_the_command_line_says_on_stderr_what_it_rebuilt(
 
 # ---- a repository read in place is never repaired -------------------------------------------
 
-LOCAL_DAMAGE: dict[str, Callable[[Path], None]] = {
+LOCAL_DAMAGE: dict[str, Callable[[Path], object]] = {
     "HEAD garbage": lambda g: (g / "HEAD").write_text("garbage\n"),
     "branch ref garbage": lambda g: (g / "refs" / "heads" / "main").write_text("garbage\n"),
     "branch names a missing commit": lambda g: (g / "refs" / "heads" / "main").write_text(
@@ -606,7 +611,7 @@ LOCAL_DAMAGE: dict[str, Callable[[Path], None]] = {
 
 @pytest.mark.parametrize("damage", LOCAL_DAMAGE.values(), ids=LOCAL_DAMAGE.keys())
 def test_a_damaged_local_repository_is_reported_and_left_as_it_is(
-    damage: Callable[[Path], None], git_repo: Callable[..., GitWorkTree], tmp_path: Path
+    damage: Callable[[Path], object], git_repo: Callable[..., GitWorkTree], tmp_path: Path
 ) -> None:
     # Given a work tree read in place, whose .git was damaged
     work = git_repo("local")

@@ -590,12 +590,12 @@ def test_an_unknown_failure_kind_still_renders() -> None:
 # --- properties: any mix of prose and fences ---------------------------------------------------
 
 _PROSE = st.text(
-    st.characters(codec="utf-8", exclude_characters="`~\n\r", exclude_categories=("Cs",)),
+    st.characters(codec="utf-8", exclude_characters="`~\n\r", exclude_categories=["Cs"]),
     min_size=1,
     max_size=400,
 )
 _CODE_LINE = st.text(
-    st.characters(codec="utf-8", exclude_characters="\n\r", exclude_categories=("Cs",)),
+    st.characters(codec="utf-8", exclude_characters="\n\r", exclude_categories=["Cs"]),
     max_size=160,
 ).filter(lambda ln: not ln.lstrip().startswith(("```", "~~~")))
 

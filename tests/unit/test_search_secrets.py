@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.conftest import GitWorkTree, cli_env, run_codeask
 
 from codeask import search_only
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
 from codeask.workspace import Workspace
+from conftest import GitWorkTree, cli_env, run_codeask
 
 SECRET = "Yu8Io3Pa6Sd1Fq"  # masked as a secret-assignment in app.yaml
 DECOY = "Zq4Wm7Xe2Rt9Lp"  # the same shape, in no file
