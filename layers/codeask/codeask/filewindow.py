@@ -100,11 +100,14 @@ def read_window(
         key_open = key_open_after(clean_text(gone), key_open)
         first += 1
     text = [clean_text(b) for b in kept]
+    # Cut after the file's first line, the window may begin inside a multi-line string: mask_file
+    # then judges every line as data.
+    cut = first > 1
     if key_open:
         text.insert(0, _SYNTHETIC_BEGIN)
-        masked, _ = mask_file(text, rel)
+        masked, _ = mask_file(text, rel, cut=cut)
         masked = masked[1:]
     else:
-        masked, _ = mask_file(text, rel)
+        masked, _ = mask_file(text, rel, cut=cut)
     at = start - first
     return Window(masked[at : at + count], start, reader.done)

@@ -41,7 +41,7 @@ from codeask.search.ripgrep import (
     find_rg,
     split_lines,
 )
-from codeask.search.unmasked import Hider, Signs, hider, stands_alone
+from codeask.search.unmasked import Hider, Signs, hider, line_alone, stands_alone
 from codeask.snapshot import BINARY_SNIFF, Snapshot, is_binary
 
 # Caps: what one tool result may cost the model. Tuned so a result fits a round without crowding it.
@@ -410,7 +410,11 @@ class Toolbox:
                 )
                 line = 1
             if 0 < line <= len(lines):
-                out = scan(lines[line - 1])[0]
+                shown: str | None = lines[line - 1]
+                if lines is self._alone_cache.get(rel) and not line_alone(lines[line - 1]):
+                    whole = self.lines(rel)  # maybe data, as a string's line: the file decides
+                    shown = whole[line - 1] if whole is not None else None
+                out = None if shown is None else scan(shown)[0]
         except Exception:  # noqa: BLE001 - a line that cannot be judged hides its match
             out = None
         self._shown_cache[key] = out

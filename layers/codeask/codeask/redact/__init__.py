@@ -1,6 +1,6 @@
 """The one redaction gate every tool result passes before it can reach a language model or Slack."""
 
-from codeask.redact.files import config_syntax, mask_file
+from codeask.redact.files import config_syntax, mask_file, masks_more_as_data
 from codeask.redact.gate import Redaction, RedactionGate, Scanner
 from codeask.redact.kinds import KINDS, REDACTED, count_markers
 from codeask.redact.pem import key_open_after, private_key_lines
@@ -16,6 +16,7 @@ __all__ = [
     "count_markers",
     "key_open_after",
     "mask_file",
+    "masks_more_as_data",
     "private_key_lines",
     "scan",
 ]

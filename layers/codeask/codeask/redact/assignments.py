@@ -330,9 +330,13 @@ def _name_start(text: str, at: int) -> int:
     return at
 
 
-def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator[Span]:
+def assignment_spans(
+    text: str, low: str, syntax: str | None = None, *, data: bool = False
+) -> Iterator[Span]:
     """Values assigned to secret-named keys. `syntax` names the config language of a whole file
-    (mask_file knows it from the path); None is mixed text, judged line by line."""
+    (mask_file knows it from the path); None is mixed text, judged line by line. `data`: the
+    text is data, not code (a multi-line string's lines, a README), so a bare value is what was
+    typed (`password = Xy7pQ2mnA9kL` in a docstring), never a variable."""
     if syntax is None:
         patterns = _CODE_ASSIGNMENTS
     else:
@@ -386,6 +390,7 @@ def assignment_spans(text: str, low: str, syntax: str | None = None) -> Iterator
                 quoted
                 or op == ">"
                 or syntax is not None
+                or data
                 or _bare_literal_context(text, name_start, m)
             )
             if is_secret_value(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from itertools import accumulate
@@ -11,6 +12,7 @@ from itertools import accumulate
 from codeask.redact.assignments import (
     PLACEHOLDER_HINTS,
     NameVerdict,
+    assignment_spans,
     is_secret_value,
     judge_name,
     netrc_spans,
@@ -19,6 +21,7 @@ from codeask.redact.encoded import encoded_key_spans
 from codeask.redact.kinds import MARKER_PREFIX, count_markers, marker
 from codeask.redact.pem import redact_pem
 from codeask.redact.scanner import find_spans, lowercase, replace, settle
+from codeask.redact.strings import Ranges, data_ranges
 from codeask.redact.tokens import Span
 
 # --- What language a file's assignments are in --------------------------------------------------
@@ -458,20 +461,25 @@ def _owned_value_pieces(lines: list[str], text: str, low: str, starts: list[int]
 # --- The whole file --------------------------------------------------------------------------------
 
 
-def mask_file(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
+def mask_file(
+    lines: list[str], path: str, *, cut: bool = False
+) -> tuple[list[str], dict[str, int]]:
     """A file's lines with its secrets masked, judged on the whole file so that any slice of it
     shows none: private keys (also base64-encoded, also seen from mid-block), values continued
-    over lines, Kubernetes Secret data, values named on another line, and in config and build
-    languages (by the path) every secret-named assignment. Never adds or removes a line;
-    returns the masked lines and the markers added, by kind. Fails closed: if masking breaks,
-    every line is withheld."""
+    over lines, Kubernetes Secret data, values named on another line, in config and build
+    languages (by the path) every secret-named assignment, and elsewhere the assignments on
+    lines that are data (inside a multi-line string or block comment of code, and every line of
+    prose and of any file in no language redact.strings scans). `cut`: the lines begin in the
+    middle of the file, so whether the first is inside a string is unknown and every line is
+    judged as data. Never adds or removes a line; returns the masked lines and the markers
+    added, by kind. Fails closed: if masking breaks, every line is withheld."""
     try:
-        return _mask(lines, path)
+        return _mask(lines, path, cut)
     except Exception:  # noqa: BLE001 - a bug here must hide the file, never show it unscanned
         return [marker("unscanned")] * len(lines), ({"unscanned": 1} if lines else {})
 
 
-def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
+def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, int]]:
     text = "\n".join(lines)
     masked = redact_pem(text, Counter()) if "PRIVATE KEY" in text else text
     syntax = config_syntax(path)
@@ -498,7 +506,9 @@ def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
         for start, end in _continued_regions(masked):
             region = _Joined(masked, start, end)
             spans += region.original(find_spans(region.text))
-        spans += netrc_spans(masked, lowercase(masked))  # an entry over several lines
+        low = lowercase(masked)
+        spans += netrc_spans(masked, low)  # an entry over several lines
+        spans += _data_spans(masked, low, "" if cut else path)
     spans += owned
     if spans:
         masked = replace(masked, settle(spans))
@@ -508,6 +518,29 @@ def _mask(lines: list[str], path: str) -> tuple[list[str], dict[str, int]]:
     if len(out) != len(lines):
         raise AssertionError("masking must keep every line")
     return out, dict(count_markers(masked) - count_markers(text))
+
+
+def _data_spans(text: str, low: str, path: str) -> list[Span]:
+    """The assignments that are secrets when read as data, on the lines that are data. The
+    strings are only scanned in a file with such an assignment: most files have none."""
+    found = list(assignment_spans(text, low, data=True))
+    if not found:
+        return []
+    ranges = data_ranges(text, path)
+    return [span for span in found if _inside(ranges, span[0])]
+
+
+def _inside(ranges: Ranges, at: int) -> bool:
+    i = bisect.bisect_right(ranges, (at, sys.maxsize)) - 1
+    return i >= 0 and ranges[i][0] <= at <= ranges[i][1]
+
+
+def masks_more_as_data(line: str) -> bool:
+    """Whether a line of code would show a secret if it were data: a search that judges its hit
+    on the line alone must then judge it on the whole file (mask_file), which knows if it is."""
+    low = lowercase(line)
+    data = {span[:2] for span in assignment_spans(line, low, data=True)}
+    return bool(data) and not data <= {span[:2] for span in assignment_spans(line, low)}
 
 
 def _to_spans(starts: list[int], pieces: list[Piece], kind: str) -> list[Span]:

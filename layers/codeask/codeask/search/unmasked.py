@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from codeask.redact import config_syntax
+from codeask.redact import config_syntax, masks_more_as_data
 from codeask.redact.assignments import PASSWORD_WORDS
 from codeask.redact.kinds import MARKER_PREFIX
 from codeask.search.filekinds import CONFIG_LANGUAGES, language_of
@@ -119,8 +119,24 @@ class Signs:
 
     def alone(self, m: RawMatch) -> bool:
         """Whether the match's line may be judged as rg printed it: its file stands alone, the
-        line is in plain ASCII and shorter than rg's preview cut (so printed whole)."""
-        return m.path in self._alone and len(m.text) < MAX_COLUMNS and m.text.isascii()
+        line is in plain ASCII and shorter than rg's preview cut (so printed whole), and it
+        holds nothing that would be a secret were the line data (line_alone)."""
+        return (
+            m.path in self._alone
+            and len(m.text) < MAX_COLUMNS
+            and m.text.isascii()
+            and line_alone(m.text)
+        )
+
+
+def line_alone(line: str) -> bool:
+    """Whether a line of a file that stands alone may be judged by itself. A line inside a
+    multi-line string or block comment is data, and mask_file judges its assignments as data
+    (`password = Xy7pQ2mnA9kL` in a docstring); only the whole file tells whether it is inside
+    one. Openers of such strings are too common (every docstring) to be a sign of the whole
+    file, so the line itself is asked: one that would show a secret as data is judged on the
+    whole file, masked by mask_file; any other shows the same either way."""
+    return not masks_more_as_data(line)
 
 
 def _preview(line: str) -> str:

@@ -1,0 +1,251 @@
+"""Lines that are data (inside a multi-line string or block comment of code, or prose) have their
+secret-named assignments judged as data: `password = Xy7…` in a docstring is a typed value, not
+a variable. Held on every path a file's text takes: read_file, search_code, the search-only answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeask import search_only
+from codeask.redact import mask_file, masks_more_as_data, scan
+from codeask.redact.strings import data_ranges
+from codeask.search.ripgrep import RawMatch, find_rg
+from codeask.search.unmasked import Signs, line_alone, stands_alone
+from codeask.snapshot import RepoRef, Snapshot
+from codeask.tools import Toolbox
+
+# Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
+VALUE = "Zq8W" + "v3Rt6Yu1" + "Io5P"
+DECOY = "Kd4N" + "m7Bx2Qe9" + "Lw3T"
+# A bare identifier that would be judged a secret were it data: in code it is a variable.
+VARIABLE = "tokenFrom" + "Vault9Xq"
+
+
+def inside_and_outside(opener: str, closer: str, indent: str = "") -> str:
+    """A file with the value inside a multi-line string, and the variable outside any."""
+    return (
+        f"{opener}\n{indent}[api]\n{indent}api_key = {VALUE}\n{closer}\n"
+        f"session_token = {VARIABLE}\n"
+    )
+
+
+# One case per language family redact.strings scans, in its multi-line string syntax.
+FAMILIES = {
+    "src/python_docstring.py": inside_and_outside('CONFIG = """', '"""'),
+    "src/python_single.py": inside_and_outside("CONFIG = r'''", "'''"),
+    "src/template.js": inside_and_outside("const config = `", "`;"),
+    "src/template.ts": inside_and_outside("const config: string = `", "`;"),
+    "src/raw.go": inside_and_outside("var config = `", "`"),
+    "src/raw.cpp": inside_and_outside('auto config = R"ini(', ')ini";'),
+    "src/raw.rs": inside_and_outside('let config = r#"', '"#;'),
+    "src/plain.rs": inside_and_outside('let config = "', '";'),
+    "src/Block.java": inside_and_outside('String config = """', '""";'),
+    "src/Verbatim.cs": inside_and_outside('var config = @"', '";'),
+    "src/heredoc.rb": inside_and_outside("CONFIG = <<~INI", "INI", "  "),
+    "src/heredoc.php": inside_and_outside("$config = <<<'INI'", "INI;"),
+    "src/long.lua": inside_and_outside("local config = [==[", "]==]"),
+    "src/comment.c": inside_and_outside("/* an example:", " */", " * "),
+}
+# Prose: every line is data, fenced, indented or not.
+PROSE = {
+    "README.md": f"Configure it:\n\n```ini\napi_key = {VALUE}\n```\n",
+    "docs/setup.rst": f"Set it::\n\n    api_key = {VALUE}\n",
+    "NOTES.txt": f"api_key = {VALUE}\n",
+}
+
+
+def masked(path: str, text: str) -> str:
+    lines = text.split("\n")
+    out, _ = mask_file(lines, path)
+    return scan("\n".join(out))[0]
+
+
+@pytest.mark.parametrize("path", sorted(FAMILIES))
+def test_an_assignment_inside_a_multi_line_string_is_judged_as_data(path: str) -> None:
+    shown = masked(path, FAMILIES[path])
+    assert VALUE not in shown
+    assert "api_key = [REDACTED:secret-assignment]" in shown
+    assert f"session_token = {VARIABLE}" in shown  # outside, a bare word is still a variable
+
+
+@pytest.mark.parametrize("path", sorted(PROSE))
+def test_an_assignment_in_prose_is_judged_as_data(path: str) -> None:
+    assert VALUE not in masked(path, PROSE[path])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "password = password_input",
+        "token = self.token",
+        "api_key = settings.api_key",
+        "secret_key = get_secret_key()",
+        "auth_token = None",
+    ],
+)
+def test_code_like_values_stay_visible_even_as_data(line: str) -> None:
+    # Judged as data, a value still has to look typed: a variable's name, an attribute, a call
+    # or a placeholder is not masked.
+    assert masked("src/app.py", f'DOC = """\n{line}\n"""\n') == f'DOC = """\n{line}\n"""\n'
+
+
+# --- Odd quoting: what a naive scanner gets wrong ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # A triple quote inside a one-line string opens nothing; the docstring after it does.
+        ("src/a.py", f'X = "\\"\\"\\""  # """\nDOC = """\napi_key = {VALUE}\n"""\n'),
+        # Escaped delimiters inside the string do not close it.
+        ("src/b.js", f"const s = `a \\` b\napi_key = {VALUE}\n`;\n"),
+        ("src/c.py", f'DOC = """a \\""" b\napi_key = {VALUE}\n"""\n'),
+        # A string left open runs to the end of the file.
+        ("src/d.py", f'DOC = """\napi_key = {VALUE}\n'),
+        ("src/e.go", f"var s = `\napi_key = {VALUE}\n"),
+        # The secret on the closing line, and on the opening line.
+        ("src/f.py", f'DOC = """\napi_key = {VALUE}"""\n'),
+        ("src/g.ts", f"const s = `api_key = {VALUE}\n`;\n"),
+        # CRLF line ends.
+        ("src/h.py", f'DOC = """\r\napi_key = {VALUE}\r\n"""\r\n'),
+        # A Rust lifetime's quote opens no char literal that could eat the string's quote.
+        ("src/i.rs", f"fn f<'a>(x: &'a str) {{ let s = \"\napi_key = {VALUE}\n\"; }}\n"),
+        # A quote inside a char literal opens nothing.
+        ("src/j.c", f"char q = '\"'; /*\napi_key = {VALUE}\n*/\n"),
+        # Nested templates keep the outer one open.
+        ("src/k.js", f"const s = `${{x ? `a` : 'b'}}\napi_key = {VALUE}\n`;\n"),
+        # A string continued with a backslash.
+        ("src/l.c", f'const char *s = "a \\\napi_key = {VALUE}";\n'),
+    ],
+)
+def test_odd_quoting_still_finds_the_string(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # Quotes inside a comment open nothing.
+        ("src/a.py", f'# it\'s """ here\nsession_token = {VARIABLE}\n'),
+        ("src/b.js", f"// a ` in a comment\nsession_token = {VARIABLE};\n"),
+        # A closed string before the code.
+        ("src/c.py", f'DOC = """\ntext\n"""\nsession_token = {VARIABLE}\n'),
+        # A C++ digit separator is no char literal.
+        ("src/d.cpp", f"int n = 1'000'000;\nauto session_token = {VARIABLE};\n"),
+        # A Ruby shift into a constant is no heredoc when no line ends it.
+        ("src/e.rb", f"list <<ITEM\nsession_token = {VARIABLE}\n"),
+    ],
+)
+def test_code_outside_any_string_stays_code(path: str, text: str) -> None:
+    assert VARIABLE in masked(path, text)
+
+
+def test_data_ranges_cover_the_string_from_its_openers_line_to_its_closers() -> None:
+    text = 'x = 1\nDOC = """\nbody\n"""  # end\ny = 2\n'
+    [(start, end)] = data_ranges(text, "m.py")
+    assert text[start:end] == 'DOC = """\nbody\n"""  # end'
+    assert data_ranges(text, "notes.unknown") == [(0, len(text))]
+
+
+def test_a_window_cut_from_a_large_file_is_judged_as_data(tmp_path: Path) -> None:
+    # The string opens far above the window's context: only the whole file shows it is open, so
+    # a window judges every line as data.
+    root = tmp_path / "repo"
+    root.mkdir()
+    filler = "".join(f"line {i}\n" for i in range(3000))
+    (root / "big.py").write_text(f'DOC = """\n{filler}api_key = {VALUE}\n"""\n')
+    box = Toolbox(Snapshot(root, "c" * 40, RepoRef("acme", str(root))), large_file_bytes=1000)
+    shown = box.run("read_file", {"path": "big.py", "start_line": 3000, "end_line": 3003})
+    assert not shown.is_error, shown.text
+    assert "api_key = [REDACTED:secret-assignment]" in shown.text
+    assert VALUE not in shown.text
+
+
+# --- Through the tools ----------------------------------------------------------------------------
+
+FILES = {**FAMILIES, **PROSE}
+
+
+def small_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for rel, text in FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = small_repo(tmp_path)
+    # A flood of plain files, so that search_code asks rg which files stand alone (Signs).
+    for i in range(2 * Signs.BATCH_MIN):
+        p = root / "pkg" / f"m{i}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"def handler_{i}(event):\n    return api_key_route(event)\n")
+    return root
+
+
+def toolbox(root: Path) -> Toolbox:
+    return Toolbox(Snapshot(root, "c" * 40, RepoRef("acme", str(root))))
+
+
+def run(root: Path, tool: str, args: dict[str, object]) -> str:
+    result = toolbox(root).run(tool, args)
+    assert not result.is_error, result.text
+    return result.text
+
+
+@pytest.mark.parametrize("path", sorted(FILES))
+def test_read_file_shows_no_value_of_a_data_line(repo: Path, path: str) -> None:
+    shown = run(repo, "read_file", {"path": path})
+    assert VALUE not in shown
+    assert "[REDACTED:secret-assignment]" in shown
+
+
+@pytest.mark.parametrize("pattern", ["api_key = ", VALUE[:8], "api_key|api_key_route"])
+def test_search_code_shows_no_value_of_a_data_line(repo: Path, pattern: str) -> None:
+    shown = run(repo, "search_code", {"pattern": pattern})
+    assert VALUE not in shown and VALUE[8:] not in shown
+
+
+@pytest.mark.parametrize("flood", [True, False], ids=["rg-sorts-the-files", "each-file-read"])
+def test_search_code_for_the_value_reads_as_a_search_for_text_in_no_file(
+    tmp_path: Path, flood: bool
+) -> None:
+    # A match only inside a masked value counts as none: no oracle on the value. With a flood
+    # of hits rg sorts the files that stand alone (Signs); with a few each file is read.
+    root = small_repo(tmp_path)
+    for i in range(2 * Signs.BATCH_MIN if flood else 1):
+        p = root / "pkg" / f"m{i}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"def handler_{i}(event):\n    return api_key_route(event)\n")
+    repo = root
+    shown = run(repo, "search_code", {"pattern": f"{VALUE[:8]}|api_key_route"})
+    expected = run(repo, "search_code", {"pattern": f"{DECOY[:8]}|api_key_route"})
+    assert shown.replace(VALUE[:8], DECOY[:8]) == expected
+
+
+def test_the_search_only_answer_shows_no_value_of_a_data_line(repo: Path) -> None:
+    shown = search_only.answer("Where is the api_key config set?", toolbox(repo)).text
+    assert "api_key" in shown
+    assert VALUE not in shown
+
+
+def test_a_hit_line_that_would_be_secret_as_data_is_judged_on_its_file(repo: Path) -> None:
+    # The files stand alone (no sign of a whole-file rule), yet their hit lines are judged on
+    # the whole file, which knows they are inside a string.
+    path = "src/template.js"
+    assert stands_alone(FILES[path], path)
+    line = f"api_key = {VALUE}"
+    assert masks_more_as_data(line) and not line_alone(line)
+    assert line_alone(f"session_token = {VARIABLE};") is False  # a variable's name, as data
+    assert line_alone("return api_key_route(event)")
+    signs = Signs(find_rg(), repo, timeout_s=10.0)
+    plain = [RawMatch(f"pkg/m{i}.py", 2, "    return api_key_route(event)") for i in range(150)]
+    hit = RawMatch(path, 3, line)
+    signs.sort([*plain, hit])
+    assert all(signs.alone(m) for m in plain)
+    assert not signs.alone(hit)
