@@ -116,6 +116,14 @@ def test_code_like_values_stay_visible_even_as_data(line: str) -> None:
         ("src/j.c", f"char q = '\"'; /*\napi_key = {VALUE}\n*/\n"),
         # Nested templates keep the outer one open.
         ("src/k.js", f"const s = `${{x ? `a` : 'b'}}\napi_key = {VALUE}\n`;\n"),
+        # A line ended by a carriage return alone (the whole file is then one line).
+        ("src/o.py", f'DOC = """\rapi_key = {VALUE}\r"""\r'),
+        # Ruby's percent literals, brackets nested.
+        ("src/p.rb", f"q = %q{{a {{b}}\napi_key = {VALUE}\n}}\n"),
+        ("src/q.rb", f"q = %(\napi_key = {VALUE}\n)\n"),
+        # A quote inside a regular expression literal opens nothing.
+        ("src/m.js", f"const re = /`/;\nconst s = `\napi_key = {VALUE}\n`;\n"),
+        ("src/n.rb", f"ok = s =~ /'/\nq = '\napi_key = {VALUE}\n'\n"),
         # A string continued with a backslash.
         ("src/l.c", f'const char *s = "a \\\napi_key = {VALUE}";\n'),
     ],
@@ -134,6 +142,8 @@ def test_odd_quoting_still_finds_the_string(path: str, text: str) -> None:
         ("src/c.py", f'DOC = """\ntext\n"""\nsession_token = {VARIABLE}\n'),
         # A C++ digit separator is no char literal.
         ("src/d.cpp", f"int n = 1'000'000;\nauto session_token = {VARIABLE};\n"),
+        # A modulo is no percent literal.
+        ("src/f.rb", f"x = a % (b)\nsession_token = {VARIABLE}\n"),
         # A Ruby shift into a constant is no heredoc when no line ends it.
         ("src/e.rb", f"list <<ITEM\nsession_token = {VARIABLE}\n"),
     ],

@@ -11,20 +11,49 @@ comment left open runs to the end of the file.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A rule: what opens a token, and how to find its end from the opener's text (a compiled
-# pattern `match`ed at the opener's end, whose end is the token's end; None: the opener is the
-# whole token). Tokens that span lines make their lines data; single-line strings and line
-# comments are only skipped, so that a quote inside them opens nothing.
-Closer = Callable[[str], re.Pattern[str] | None]
+# A rule: what opens a token, and where the token ends, given the scan, the opener's text and
+# the offset after it; None: the opener opens nothing after all (a Ruby shift `x <<ITEM` with
+# no line ending a heredoc). Tokens that span lines make their lines data; single-line strings
+# and line comments are only skipped, so that a quote inside them opens nothing.
+Closer = Callable[["_Scan", str, int], int | None]
 
 
-def _fixed(body: str) -> Closer:
+class _Scan:
+    """A file's text, with the lines that hold a single word (heredoc terminators) indexed on
+    first need, so that finding any heredoc's end is a lookup, never a search to the end."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._words: dict[str, list[int]] | None = None
+
+    def word_lines(self, word: str) -> list[int]:
+        """The offsets just past each line that holds `word` alone (indent and `;`/`,`/`)`
+        after it allowed, as PHP 7.3 and `<<~`/`<<-` do), in order."""
+        if self._words is None:
+            self._words = {}
+            for m in _WORD_LINE.finditer(self.text):
+                self._words.setdefault(m.group(1), []).append(m.end())
+        return self._words.get(word, [])
+
+
+_WORD_LINE = re.compile(r"^[ \t]*([A-Za-z_]\w*)[^\n\w]*$", re.MULTILINE)
+
+
+def _pattern(body: str) -> Closer:
+    """Up to where `body`, matched right after the opener, ends; a body that cannot match
+    (a lone backslash at the very end) leaves the token open to the end."""
     pattern = re.compile(body, re.DOTALL)
-    return lambda _: pattern
+
+    def close(scan: _Scan, _: str, at: int) -> int:
+        m = pattern.match(scan.text, at)
+        return len(scan.text) if m is None else m.end()
+
+    return close
 
 
 def _escaped(quote: str, *, spans_lines: bool) -> Closer:
@@ -32,52 +61,78 @@ def _escaped(quote: str, *, spans_lines: bool) -> Closer:
     cannot span lines ends at the line's end when left open."""
     q = re.escape(quote)
     if spans_lines:
-        return _fixed(rf"(?:[^{q}\\]|\\.)*(?:{q}|\Z)")
-    return _fixed(rf"(?:[^{q}\\\n]|\\.)*(?:{q}|(?=\n)|\Z)")
+        return _pattern(rf"(?:[^{q}\\]|\\.)*(?:{q}|\Z)")
+    return _pattern(rf"(?:[^{q}\\\n]|\\.)*(?:{q}|(?=\n)|\Z)")
 
 
 def _triple(quote: str) -> Closer:
     q = re.escape(quote[0])
-    return _fixed(rf"(?:[^{q}\\]|\\.|{q}(?!{q}{q}))*(?:{q}{{3}}|\Z)")
+    return _pattern(rf"(?:[^{q}\\]|\\.|{q}(?!{q}{q}))*(?:{q}{{3}}|\Z)")
 
 
 def _until(end: str) -> Closer:
     """Up to a fixed closing text, no escapes (block comments, raw strings); else the end."""
-    return _fixed(rf".*?(?:{re.escape(end)}|\Z)")
+    return _pattern(rf".*?(?:{re.escape(end)}|\Z)")
 
 
-def _to(end: str) -> re.Pattern[str]:
-    return re.compile(rf".*?(?:{re.escape(end)}|\Z)", re.DOTALL)
+def _closing_text(make: Callable[[str], str]) -> Closer:
+    """Up to a closing text made from the opener, no escapes; else the end."""
+
+    def close(scan: _Scan, opener: str, at: int) -> int:
+        end = scan.text.find(make(opener), at)
+        return len(scan.text) if end < 0 else end + len(make(opener))
+
+    return close
 
 
-def _raw_cpp(opener: str) -> re.Pattern[str]:
-    """R"delim( … )delim", with any encoding prefix before the R."""
-    return _to(")" + opener[opener.index('"') + 1 : -1] + '"')
-
-
-def _raw_rust(opener: str) -> re.Pattern[str]:
-    """r#"…"# with as many hashes to close as opened."""
-    return _to('"' + "#" * opener.count("#"))
-
-
-def _lua_long(opener: str) -> re.Pattern[str]:
-    """[==[ … ]==], also after `--` as a comment."""
-    return _to("]" + "=" * opener.count("=") + "]")
-
-
+# R"delim( … )delim" (any encoding prefix before the R); r#"…"# with as many hashes to close as
+# opened; Lua's [==[ … ]==], also after `--` as a comment.
+_RAW_CPP = _closing_text(lambda o: ")" + o[o.index('"') + 1 : -1] + '"')
+_RAW_RUST = _closing_text(lambda o: '"' + "#" * o.count("#"))
+_LUA_LONG = _closing_text(lambda o: "]" + "=" * o.count("=") + "]")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def _heredoc(opener: str) -> re.Pattern[str]:
-    """A heredoc's body: from the next line to the line holding only its word (indented after
-    `<<~`/`<<-`, and in PHP 7.3 followed by `;`, `,` or `)`)."""
-    found = _WORD.search(opener)
-    word = re.escape(found.group() if found else opener)
-    return re.compile(rf"[^\n]*(?:\n.*?^[ \t]*{word}(?!\w)[^\n\w]*$|\Z)", re.DOTALL | re.MULTILINE)
+def _heredoc(*, required: bool) -> Closer:
+    """A heredoc's body: from the next line to the first line after it holding only its word.
+    `required`: with no such line the opener still opens one, to the end (PHP's `<<<`); else it
+    was no heredoc (Ruby's `<<` is also a shift)."""
+
+    def close(scan: _Scan, opener: str, at: int) -> int | None:
+        found = _WORD.search(opener)
+        body = scan.text.find("\n", at)
+        ends = scan.word_lines(found.group()) if found is not None and body >= 0 else []
+        i = bisect.bisect_right(ends, body)
+        if i < len(ends):
+            return ends[i]
+        return len(scan.text) if required else None
+
+    return close
 
 
-def _none(_: str) -> None:
-    return None
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+
+
+def _percent(scan: _Scan, opener: str, at: int) -> int:
+    """Ruby's percent literals (`%q{…}`, `%w[…]`, `%(…)`): to the delimiter that closes the
+    opener's, brackets nested, backslash escapes skipped; else the end."""
+    open_ = opener[-1]
+    close = _PAIRS.get(open_, open_)
+    marks = re.compile(rf"\\.|{re.escape(open_)}|{re.escape(close)}", re.DOTALL)
+    depth = 1
+    for m in marks.finditer(scan.text, at):
+        mark = m.group()
+        if mark == close:
+            depth -= 1
+            if depth == 0:
+                return m.end()
+        elif mark == open_:
+            depth += 1
+    return len(scan.text)
+
+
+def _whole(_: _Scan, __: str, at: int) -> int:
+    return at  # the opener is the whole token
 
 
 @dataclass(frozen=True)
@@ -95,7 +150,7 @@ def _family(rules: list[tuple[str, Closer]]) -> _Family:
     )
 
 
-_LINE_COMMENT = _fixed(r"[^\n]*")
+_LINE_COMMENT = _pattern(r"[^\n]*")
 _C_COMMENTS = [("//", _LINE_COMMENT), (r"/\*", _until("*/"))]
 _C_CHAR = ("'", _escaped("'", spans_lines=False))
 _DQ = ('"', _escaped('"', spans_lines=False))
@@ -103,38 +158,48 @@ _DQ_SPANNING = ('"', _escaped('"', spans_lines=True))
 _SQ_SPANNING = ("'", _escaped("'", spans_lines=True))
 _TRIPLE_DQ = ('"""', _triple('"""'))
 _TRIPLE_SQ = ("'''", _triple("'''"))
-_HEREDOC_RUBY_PERL = (
-    r"<<[~-]?(?P<hq>[\"'`]?)(?P<w>[A-Za-z_]\w*)(?P=hq)(?=[^\n]*\n(?:.*\n)*?[ \t]*(?P=w)[^\n\w]*$)",
-    _heredoc,
+# A regular expression literal, read whole so that a quote in it (`/'/`, `/`/`) opens nothing: a
+# slash where an operand is expected (after an operator, an opening bracket, a separator or
+# `return`), not `//` or `/*`, closed on its line.
+_REGEX_LITERAL = (
+    r"(?:(?<=[(,=:\[!&|?{};~+\-*%<>^])|(?<=\breturn)|(?<=\bwhen)|(?<=\bif)|^)[ \t]*"
+    r"/(?![/*\s])(?:[^/\\\n\[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/",
+    _whole,
 )
 
 _PYTHON = _family(
     [("#", _LINE_COMMENT), _TRIPLE_DQ, _TRIPLE_SQ, _DQ, ("'", _escaped("'", spans_lines=False))]
 )
 _C_LIKE = _family(
-    [*_C_COMMENTS, (r"(?<!\w)(?:u8|[uUL])?R\"[^\s()\\\"]{0,16}\(", _raw_cpp), _DQ, _C_CHAR]
+    [*_C_COMMENTS, (r"(?<!\w)(?:u8|[uUL])?R\"[^\s()\\\"]{0,16}\(", _RAW_CPP), _DQ, _C_CHAR]
 )
-_JAVASCRIPT = _family([*_C_COMMENTS, ("`", _escaped("`", spans_lines=True)), _DQ, _C_CHAR])
+_JAVASCRIPT = _family(
+    [*_C_COMMENTS, _REGEX_LITERAL, ("`", _escaped("`", spans_lines=True)), _DQ, _C_CHAR]
+)
 _GO = _family([*_C_COMMENTS, ("`", _until("`")), _DQ, _C_CHAR])
 _RUST = _family(
     [
         *_C_COMMENTS,
-        (r"\bb?r#*\"", _raw_rust),
+        (r"\bb?r#*\"", _RAW_RUST),
         _DQ_SPANNING,
         # A char literal; any other quote is a lifetime (`&'a str`) and opens nothing.
-        (r"'(?:\\(?:u\{[0-9a-fA-F]{1,6}\}|x[0-9a-fA-F]{2}|.)|[^\\'\n])'", _none),
+        (r"'(?:\\(?:u\{[0-9a-fA-F]{1,6}\}|x[0-9a-fA-F]{2}|.)|[^\\'\n])'", _whole),
     ]
 )
 # Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
 # C#'s verbatim @"…" (a doubled quote inside).
 _JVM_LIKE = _family(
-    [*_C_COMMENTS, _TRIPLE_DQ, _TRIPLE_SQ, ('@"', _fixed(r'(?:[^"]|"")*(?:"|\Z)')), _DQ, _C_CHAR]
+    [*_C_COMMENTS, _TRIPLE_DQ, _TRIPLE_SQ, ('@"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')), _DQ, _C_CHAR]
 )
 _RUBY = _family(
     [
-        (r"^=begin\b", _fixed(r".*?(?:^=end\b|\Z)")),
+        (r"^=begin\b", _pattern(r".*?(?:^=end\b|\Z)")),
         ("#", _LINE_COMMENT),
-        _HEREDOC_RUBY_PERL,
+        (r"<<[~-]?(?P<hq>[\"'`]?)[A-Za-z_]\w*(?P=hq)", _heredoc(required=False)),
+        # A percent literal: a type letter and any delimiter, or a bare % and a bracket where
+        # an operand is expected (`x %(y)` with no space is not a modulo in Ruby either).
+        (r"%[qQwWiIrsx][^\w\s]|(?<=[\s(=,\[])%[({\[<|!]", _percent),
+        _REGEX_LITERAL,
         _DQ_SPANNING,
         _SQ_SPANNING,
         ("`", _escaped("`", spans_lines=True)),
@@ -144,16 +209,16 @@ _PHP = _family(
     [
         *_C_COMMENTS,
         ("#", _LINE_COMMENT),
-        (r"<<<[ \t]*(?P<hq>[\"']?)(?P<w>[A-Za-z_]\w*)(?P=hq)", _heredoc),
+        (r"<<<[ \t]*(?P<hq>[\"']?)[A-Za-z_]\w*(?P=hq)", _heredoc(required=True)),
         _DQ_SPANNING,
         _SQ_SPANNING,
     ]
 )
 _LUA = _family(
     [
-        (r"--\[=*\[", _lua_long),
+        (r"--\[=*\[", _LUA_LONG),
         ("--", _LINE_COMMENT),
-        (r"\[=*\[", _lua_long),
+        (r"\[=*\[", _LUA_LONG),
         _DQ,
         ("'", _escaped("'", spans_lines=False)),
     ]
@@ -182,6 +247,7 @@ def _family_of(path: str) -> _Family | None:
     return _FAMILY_BY_EXT.get(name[dot:]) if dot > 0 else None
 
 
+_BREAK = re.compile(r"[\r\n]")  # a carriage return alone ends a line too (an old Mac file)
 Ranges = list[tuple[int, int]]  # (start, end) offsets of text that is data
 
 
@@ -195,14 +261,15 @@ def data_ranges(text: str, path: str) -> Ranges:
     out: Ranges = []
     pos = 0
     search = family.opener.search
+    scan = _Scan(text)
     while (m := search(text, pos)) is not None:
         group = m.lastgroup
         assert group is not None
-        closer = family.closers[group](m.group())
-        found = None if closer is None else closer.match(text, m.end())
-        # A closer that cannot match (a lone backslash at the very end) leaves the token open.
-        end = m.end() if closer is None else len(text) if found is None else found.end()
-        if text.find("\n", m.start(), end) >= 0:
+        end = family.closers[group](scan, m.group(), m.end())
+        if end is None:
+            pos = m.end()
+            continue
+        if _BREAK.search(text, m.start(), end) is not None:
             start = text.rfind("\n", 0, m.start()) + 1
             stop = text.find("\n", end)
             out.append((start, len(text) if stop < 0 else stop))
