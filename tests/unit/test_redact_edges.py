@@ -234,3 +234,41 @@ def test_a_dotenv_file_is_read_as_shell_so_a_typed_password_is_masked(path: str)
     text = "HOST=db\nDB_PASSWORD=" + "sunshine" + "lollipop"
     out = shown(path, text)
     assert out[0] == "HOST=db" and "lollipop" not in out[1] and "[REDACTED:" in out[1]
+
+
+# --- PEM blocks in numbered output ------------------------------------------------------------
+
+_KEY_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+
+
+def _legacy_key() -> list[str]:
+    label = "RSA PRIVATE" + " KEY"
+    return [
+        f"-----BEGIN {label}-----",
+        "Proc-Type: 4,ENCRYPTED",
+        "DEK-Info: AES-128-CBC,ABCDEF0123456789ABCDEF0123456789",
+        "",
+        _KEY_BODY,
+        _KEY_BODY[:20],
+        f"-----END {label}-----",
+        "after = 1",
+    ]
+
+
+@pytest.mark.parametrize("gutter", ["{n}  ", "{n:4} | ", "app.pem:{n}:"])
+def test_the_end_line_of_a_key_in_numbered_output_keeps_its_gutter_whole(gutter: str) -> None:
+    # `13  -----END …` read as rg's context gutter `13  -` left `-[REDACTED:private-key]`.
+    lines = [gutter.format(n=n) + line for n, line in enumerate(_legacy_key(), start=10)]
+    out = scan("\n".join(lines))[0].split("\n")
+    assert out[6] == gutter.format(n=16) + "[REDACTED:private-key]"
+
+
+def test_a_numbered_read_from_a_legacy_keys_header_masks_as_an_unnumbered_one() -> None:
+    # The blank line between headers and body is a gutter alone in numbered output; the block
+    # is found from its END up through it, as in the same lines without numbers.
+    key = _legacy_key()
+    for start in range(1, 4):
+        plain = scan("\n".join(key[start:]))[0].split("\n")
+        numbered = [f"{n}  {line}" for n, line in enumerate(key[start:], start=start + 1)]
+        shown = scan("\n".join(numbered))[0].split("\n")
+        assert [s.split("  ", 1)[1] for s in shown] == plain

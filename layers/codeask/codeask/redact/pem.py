@@ -64,8 +64,9 @@ def _orphan_start(lines: list[str], end_idx: int, floor: int) -> int:
     i = end_idx - 1
     while i >= floor:
         line = lines[i]
-        if not line.strip():
-            # Legacy encrypted keys put one blank line between headers and body.
+        if not line[len(gutter(line)) :].strip():
+            # Legacy encrypted keys put one blank line between headers and body (a gutter
+            # alone, `4  `, in numbered output).
             above = lines[i - 1] if i - 1 >= floor else ""
             if _PEM_HEADER.match(_body_content(above)):
                 i -= 1
@@ -170,6 +171,11 @@ def _redact_pem_line(line: str, key_marker: str, *, first: bool, last: bool) -> 
         rest = line[begin.end() :]
     else:
         head = gutter(line)
+        end_at = _PEM_END.search(line) if last else None
+        if end_at is not None and end_at.start() < len(head):
+            # A gutter read as rg's context separator (`13-`) ends where the END marker begins:
+            # `13  -----END …` keeps its five dashes together.
+            head = line[: end_at.start()]
         quotes = _PEM_QUOTES.match(line, len(head))
         head += quotes.group(0) if quotes else ""
         rest = line[len(head) :]
