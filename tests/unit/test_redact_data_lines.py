@@ -124,6 +124,9 @@ def test_code_like_values_stay_visible_even_as_data(line: str) -> None:
         # A quote inside a regular expression literal opens nothing.
         ("src/m.js", f"const re = /`/;\nconst s = `\napi_key = {VALUE}\n`;\n"),
         ("src/n.rb", f"ok = s =~ /'/\nq = '\napi_key = {VALUE}\n'\n"),
+        # A string on one line: a request body, not code.
+        ("src/r.py", f'body = "token={VALUE}&team_id=T1"\n'),
+        ("src/s.go", f'x := f("a", "api_key = {VALUE}")\n'),
         # A string continued with a backslash.
         ("src/l.c", f'const char *s = "a \\\napi_key = {VALUE}";\n'),
     ],
@@ -142,6 +145,10 @@ def test_odd_quoting_still_finds_the_string(path: str, text: str) -> None:
         ("src/c.py", f'DOC = """\ntext\n"""\nsession_token = {VARIABLE}\n'),
         # A C++ digit separator is no char literal.
         ("src/d.cpp", f"int n = 1'000'000;\nauto session_token = {VARIABLE};\n"),
+        # A comment on one line is as often code commented out.
+        ("src/g.py", f"# session_token = {VARIABLE}\n"),
+        # A keyword argument after a string on its line is outside it.
+        ("src/h.py", f'f("a", session_token = {VARIABLE})\n'),
         # A modulo is no percent literal.
         ("src/f.rb", f"x = a % (b)\nsession_token = {VARIABLE}\n"),
         # A Ruby shift into a constant is no heredoc when no line ends it.
@@ -153,9 +160,13 @@ def test_code_outside_any_string_stays_code(path: str, text: str) -> None:
 
 
 def test_data_ranges_cover_the_string_from_its_openers_line_to_its_closers() -> None:
-    text = 'x = 1\nDOC = """\nbody\n"""  # end\ny = 2\n'
-    [(start, end)] = data_ranges(text, "m.py")
+    text = 'x = 1\nDOC = """\nbody\n"""  # end\ny = "2"\n'
+    [(start, end), (start2, end2)] = data_ranges(text, "m.py")
     assert text[start:end] == 'DOC = """\nbody\n"""  # end'
+    assert text[start2:end2] == '"2"'
+    # One-line strings ahead of a multi-line one on its line are joined into its range.
+    text = 'a = "x" + """\nbody\n"""\n'
+    assert data_ranges(text, "m.py") == [(0, len(text) - 1)]
     assert data_ranges(text, "notes.unknown") == [(0, len(text))]
 
 

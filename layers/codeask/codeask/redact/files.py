@@ -521,13 +521,18 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
 
 
 def _data_spans(text: str, low: str, path: str) -> list[Span]:
-    """The assignments that are secrets when read as data, on the lines that are data. The
-    strings are only scanned in a file with such an assignment: most files have none."""
+    """The assignments that are secrets only when read as data, on the lines that are data (the
+    rest the gate finds line by line, as it always did). The strings are only scanned in a file
+    with such an assignment: most files have none."""
     found = list(assignment_spans(text, low, data=True))
     if not found:
         return []
     ranges = data_ranges(text, path)
-    return [span for span in found if _inside(ranges, span[0])]
+    found = [span for span in found if _inside(ranges, span[0])]
+    if not found:
+        return []
+    as_code = {span[:2] for span in assignment_spans(text, low)}
+    return [span for span in found if span[:2] not in as_code]
 
 
 def _inside(ranges: Ranges, at: int) -> bool:

@@ -151,7 +151,13 @@ def _family(rules: list[tuple[str, Closer]]) -> _Family:
 
 
 _LINE_COMMENT = _pattern(r"[^\n]*")
-_C_COMMENTS = [("//", _LINE_COMMENT), (r"/\*", _until("*/"))]
+_BLOCK_COMMENT = _until("*/")
+_RUBY_DOC = _pattern(r".*?(?:^=end\b|\Z)")
+_LUA_COMMENT = _closing_text(lambda o: "]" + "=" * o.count("=") + "]")
+# Comments: data where they span lines (a block of docs), but not on one line, where they are
+# as often code commented out (`# password = get_password()`), a variable's name as before.
+_COMMENTS = frozenset({_LINE_COMMENT, _BLOCK_COMMENT, _RUBY_DOC, _LUA_COMMENT})
+_C_COMMENTS = [("//", _LINE_COMMENT), (r"/\*", _BLOCK_COMMENT)]
 _C_CHAR = ("'", _escaped("'", spans_lines=False))
 _DQ = ('"', _escaped('"', spans_lines=False))
 _DQ_SPANNING = ('"', _escaped('"', spans_lines=True))
@@ -193,7 +199,7 @@ _JVM_LIKE = _family(
 )
 _RUBY = _family(
     [
-        (r"^=begin\b", _pattern(r".*?(?:^=end\b|\Z)")),
+        (r"^=begin\b", _RUBY_DOC),
         ("#", _LINE_COMMENT),
         (r"<<[~-]?(?P<hq>[\"'`]?)[A-Za-z_]\w*(?P=hq)", _heredoc(required=False)),
         # A percent literal: a type letter and any delimiter, or a bare % and a bracket where
@@ -216,7 +222,7 @@ _PHP = _family(
 )
 _LUA = _family(
     [
-        (r"--\[=*\[", _LUA_LONG),
+        (r"--\[=*\[", _LUA_COMMENT),
         ("--", _LINE_COMMENT),
         (r"\[=*\[", _LUA_LONG),
         _DQ,
@@ -252,9 +258,10 @@ Ranges = list[tuple[int, int]]  # (start, end) offsets of text that is data
 
 
 def data_ranges(text: str, path: str) -> Ranges:
-    """The stretches of `text` (a whole file, lines joined with "\\n") that are data: each string
-    or block comment that spans lines, from its opener's line start to its closer's line end;
-    the whole text for a file in no language scanned here (prose, docs, anything else)."""
+    """The stretches of `text` (a whole file, lines joined with "\\n") that are data, sorted and
+    disjoint: each string or block comment that spans lines, from its opener's line start to its
+    closer's line end; each string on one line; the whole text for a file in no language
+    scanned here (prose, docs, anything else)."""
     family = _family_of(path)
     if family is None:
         return [(0, len(text))]
@@ -265,7 +272,8 @@ def data_ranges(text: str, path: str) -> Ranges:
     while (m := search(text, pos)) is not None:
         group = m.lastgroup
         assert group is not None
-        end = family.closers[group](scan, m.group(), m.end())
+        closer = family.closers[group]
+        end = closer(scan, m.group(), m.end())
         if end is None:
             pos = m.end()
             continue
@@ -273,5 +281,21 @@ def data_ranges(text: str, path: str) -> Ranges:
             start = text.rfind("\n", 0, m.start()) + 1
             stop = text.find("\n", end)
             out.append((start, len(text) if stop < 0 else stop))
+        elif closer not in _COMMENTS and closer is not _whole:
+            # A string on one line is data too: `"token=xyzz0Wbap…&team_id=…"` is a request
+            # body, not an assignment in code.
+            out.append((m.start(), end))
         pos = max(end, m.start() + 1)
+    return _merged(out)
+
+
+def _merged(ranges: Ranges) -> Ranges:
+    """Ranges sorted and overlaps joined: a string's range may begin before the one-line
+    strings ahead of it on its opener's line."""
+    out: Ranges = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
     return out
