@@ -124,6 +124,9 @@ def test_code_like_values_stay_visible_even_as_data(line: str) -> None:
         # A quote inside a regular expression literal opens nothing.
         ("src/m.js", f"const re = /`/;\nconst s = `\napi_key = {VALUE}\n`;\n"),
         ("src/n.rb", f"ok = s =~ /'/\nq = '\napi_key = {VALUE}\n'\n"),
+        # C#'s interpolated verbatim strings, either order.
+        ("src/t.cs", f'var s = $@"{{x}}\napi_key = {VALUE}\n";\n'),
+        ("src/u.cs", f'var s = @$"{{x}}\napi_key = {VALUE}\n";\n'),
         # A string on one line: a request body, not code.
         ("src/r.py", f'body = "token={VALUE}&team_id=T1"\n'),
         ("src/s.go", f'x := f("a", "api_key = {VALUE}")\n'),

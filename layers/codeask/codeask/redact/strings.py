@@ -193,9 +193,16 @@ _RUST = _family(
     ]
 )
 # Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
-# C#'s verbatim @"…" (a doubled quote inside).
+# C#'s verbatim @"…" and $@"…" (a doubled quote inside).
 _JVM_LIKE = _family(
-    [*_C_COMMENTS, _TRIPLE_DQ, _TRIPLE_SQ, ('@"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')), _DQ, _C_CHAR]
+    [
+        *_C_COMMENTS,
+        _TRIPLE_DQ,
+        _TRIPLE_SQ,
+        (r'\$?@\$?"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')),
+        _DQ,
+        _C_CHAR,
+    ]
 )
 _RUBY = _family(
     [
