@@ -5,12 +5,13 @@ are in /work/corpora, `bench/tuning/` (hard and easy) and `bench/tuning/independ
 was tuned on pytest and on half of the hard set (`split`); pip, the other half and the independent
 set are held out and reported apart (-v never lists the independent set's cases).
 
-    python bench/search_quality.py [--sets eval,tuning,independent] [-v] [--json]
+    python bench/search_quality.py [--sets eval,tuning,independent] [-v] [--json] [--dump FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -260,7 +261,7 @@ def run(cases: list[Case], *, with_naive: bool = True, unindexed: bool = False) 
             v = verify_answer(ans.text, snap)
             cites = [(m.path, m.start_line, m.end_line) for m in v.citations]
             ours = score(c, cites, len(v.unverified))
-            row: dict[str, Any] = {"case": c, "ours": ours, "seconds": secs}
+            row: dict[str, Any] = {"case": c, "ours": ours, "seconds": secs, "text": ans.text}
             if with_naive:
                 row["naive"] = score(c, naive(snap.root, rg, c.question))
             results["cases"].append(row)
@@ -292,6 +293,20 @@ def summarise(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def dump(results: dict[str, Any], path: Path) -> None:
+    """One line per case, sorted by id: what a ranking change must leave alone when it only means
+    to be faster. An independent case is written as a digest of its answer, never its citations."""
+    lines = []
+    for row in results["cases"]:
+        c = row["case"]
+        if c.set.startswith("independent"):
+            digest = hashlib.sha256(row["text"].encode()).hexdigest()[:16]
+            lines.append(json.dumps({"id": c.id, "answer_sha": digest}))
+        else:
+            lines.append(json.dumps({"id": c.id, "cited": row["ours"].cited, "text": row["text"]}))
+    path.write_text("\n".join(sorted(lines)) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="eval,tuning,independent")
@@ -302,6 +317,7 @@ def main() -> None:
     ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--unindexed", action="store_true", help="as first questions that cannot wait")
+    ap.add_argument("--dump", type=Path, help="write each case's answer here (to diff two runs)")
     args = ap.parse_args()
     cases = cases_for(args.sets.split(","))
     if args.tuned:
@@ -311,6 +327,8 @@ def main() -> None:
         cases = [c for c in cases if c.id in ids]
     results = run(cases, with_naive=not args.no_naive, unindexed=args.unindexed)
     rows = summarise(results)
+    if args.dump:
+        dump(results, args.dump)
     if args.json:
         print(json.dumps({"summary": rows, "repos": results["repos"]}, indent=2))
     else:

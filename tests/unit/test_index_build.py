@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codeask.search import index_workers
-from codeask.search.definition_index import DefinitionIndex
+from codeask.search import index_build, index_workers
+from codeask.search.definition_index import DefinitionIndex, fts5_available
 from codeask.search.index_rows import Task
 from codeask.snapshot import RepoRef, Snapshot
 
@@ -142,3 +142,35 @@ def test_a_small_tree_is_parsed_in_the_building_process(todo_bytes: int, expecte
     assert index_workers.workers_for(index_workers.MIN_BYTES) == min(
         index_workers.cpus(), index_workers.MAX_WORKERS
     )
+
+
+@pytest.mark.skipif(not fts5_available(), reason="this SQLite has no FTS5")
+def test_the_bulk_settings_of_the_word_table_change_no_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given one tree indexed with FTS5's own settings, with the bulk ones, and with a hash so
+    # small that every few rows are written as a segment of their own (merged only at the end)
+    tree = write_tree(tmp_path / "tree", 300)
+    snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)))
+    built = {}
+    for name, settings in (("plain", ()), ("bulk", index_build.FTS5_BULK),
+                           ("tiny", (("automerge", 0), ("hashsize", 1024)))):  # fmt: skip
+        monkeypatch.setattr(index_build, "FTS5_BULK", settings)
+        index = DefinitionIndex.build(snap, tmp_path / f"{name}.defs", fts5=True, workers=1)
+        assert isinstance(index, DefinitionIndex)
+        built[name] = index
+
+    # Then the bulk settings are in force where asked for
+    def config(index: DefinitionIndex) -> dict[str, object]:
+        return dict(index._db.execute("SELECT k, v FROM words_config"))
+
+    assert config(built["bulk"])["automerge"] == 0 and "automerge" not in config(built["plain"])
+    # And every word counts and scores every row the same
+    words = ("rotat", "token", "expir", "invoic", "password", "retri", "limit", "pkg3")
+    for index in (built["bulk"], built["tiny"]):
+        assert rows_of(index) == rows_of(built["plain"])
+        for w in words:
+            query = [((w,), 1.0)]
+            assert index.count(w) == built["plain"].count(w)
+            assert index.search(query, limit=5000) == built["plain"].search(query, limit=5000)
+    assert built["plain"].count("rotat") >= 75

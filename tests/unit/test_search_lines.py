@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from codeask import search_only
+from codeask.search import lines
 from codeask.search.lines import (
     Question,
     better_key,
@@ -151,6 +154,21 @@ def test_words_of_split_and_stem_identifiers() -> None:
     got = words_of("  .tcache_count = TCACHE_FILL_COUNT,")
     assert {stem("tcache"), "count", "fill"} <= got
     assert stem("opts") in words_of("heapOpts: 1")
+
+
+def test_words_of_a_name_said_again_are_the_same_when_remembered_or_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    line = "if (tcache_count > TCACHE_FILL_COUNT) heapOpts = x;"
+    monkeypatch.setattr(lines, "_ident_words", {})  # nothing remembered yet
+    first = words_of(line)
+    assert first == {"if", stem("tcache"), "count", "fill", "heap", stem("opts")}  # not `x`
+    assert len(lines._ident_words) == 5 and words_of(line) == first  # now from memory
+    monkeypatch.setattr(lines, "_IDENTS_KEPT", 2)  # the memory fills and is emptied on the way
+    monkeypatch.setattr(lines, "_ident_words", {})
+    for _ in range(3):
+        assert words_of(line) == first
+    assert len(lines._ident_words) <= 2
 
 
 def test_search_only_cites_the_line_deep_inside_a_long_function(tmp_path: Path) -> None:

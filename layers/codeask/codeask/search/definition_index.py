@@ -21,6 +21,7 @@ RARE_MIN = 2000  # a word in at most this many definitions (or 2 % of them) find
 CANDIDATES = 1000  # candidates the commoner words then add to
 PATH_FILES = 8  # ... with every definition of the files whose paths match the question best
 PATH_ROWS = 3000
+DF_KEPT = 50_000  # words remembered with their counts (an index never changes once built)
 COLUMNS = ("name", "scope", "path", "doc")
 WEIGHTS = (4.0, 1.0, 1.5, 1.0)  # what a word is worth in each column, for BM25
 K1, B = 1.2, 0.75  # FTS5's bm25() constants, used by the Python fallback too
@@ -72,6 +73,10 @@ class DefinitionIndex:
             for w in words.split():
                 self._path_words.setdefault(w, []).append(i)
         self.rare_limit = max(RARE_MIN, self.rows // 50)
+        # A word's count is asked for by the search, then again by the ranking (which words to
+        # grep, what a body's words are worth, which line answers), and by the next question that
+        # says it: each is one FTS5 lookup that reads the word's whole posting list.
+        self._df: dict[str, int] = {}
         self._file_ids = {p: i for i, (p, _) in self._paths.items()}
 
     # -- building --------------------------------------------------------------------------------
@@ -207,12 +212,18 @@ class DefinitionIndex:
         return self._paths[file_id][1] if file_id is not None else file_kind(path)
 
     def _count(self, word: str) -> int:
+        got = self._df.get(word)
+        if got is not None:
+            return got
         if self.engine == "fts5":
             q = "SELECT count(*) FROM words WHERE words MATCH ?"
             row = self._db.execute(q, (f'"{word}"',)).fetchone()
         else:
             row = self._db.execute("SELECT count(*) FROM post WHERE term = ?", (word,)).fetchone()
-        return int(row[0])
+        if len(self._df) >= DF_KEPT:
+            self._df.clear()
+        got = self._df[word] = int(row[0])
+        return got
 
     def _path_files(self, words: list[str], df: dict[str, int]) -> list[int]:
         """The files whose paths hold the most of the words (weighted by rarity), best first."""

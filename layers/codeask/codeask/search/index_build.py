@@ -21,6 +21,7 @@ PARTIAL_SUFFIX = ".partial"  # an index cut short by its time budget, continued 
 BATCH = 4000  # rows written per executemany
 # Contentless: the words are only searched, never shown, so their text need not be stored.
 FTS5_OPTIONS = "content='', detail=full, tokenize='unicode61'"
+FTS5_BULK = (("automerge", 0), ("hashsize", 16 << 20))  # FTS5 settings for one bulk insert
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
     # `blob`: the file's git blob id, when the snapshot knows it (rows are reused by it)
@@ -286,6 +287,13 @@ class _Writer:
                 db.execute(
                     f"CREATE VIRTUAL TABLE words USING fts5(name, scope, path, doc, {FTS5_OPTIONS})"
                 )
+                # All the rows go in at once and are merged into one segment at the end
+                # ('optimize'), so merging segments as they are written is work done twice; a
+                # bigger in-memory hash writes fewer, larger segments to merge. Measured on the
+                # glibc and charts indexes: about a fifth less CPU and a tenth smaller; the same rows.
+                for option, value in FTS5_BULK:
+                    with contextlib.suppress(sqlite3.OperationalError):  # an SQLite without it
+                        db.execute("INSERT INTO words (words, rank) VALUES (?, ?)", (option, value))
                 db.execute(
                     "INSERT INTO words (rowid, name, scope, path, doc) "
                     "SELECT d.id, d.nw, d.sw, f.words, d.dw FROM defs d JOIN files f ON d.file = f.id"

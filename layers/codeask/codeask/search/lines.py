@@ -106,10 +106,22 @@ def words_of(text: str) -> set[str]:
     """The stems of a line's words, identifiers split into theirs (`tcache_count` -> tcache, count)."""
     out: set[str] = set()
     for ident in _TOKEN.findall(text):
-        for part in split_identifier(ident):
-            if len(part) > 1:
-                out.add(stem(part))
+        got = _ident_words.get(ident)
+        if got is None:
+            got = _ident_words[ident] = _stems_of(ident)
+        out.update(got)
     return out
+
+
+# An identifier's stems, remembered: a file says the same names on line after line (speed only).
+_IDENTS_KEPT = 100_000
+_ident_words: dict[str, tuple[str, ...]] = {}
+
+
+def _stems_of(ident: str) -> tuple[str, ...]:
+    if len(_ident_words) >= _IDENTS_KEPT:
+        _ident_words.clear()
+    return tuple(stem(part) for part in split_identifier(ident) if len(part) > 1)
 
 
 def yaml_key(text: str) -> str:
