@@ -23,7 +23,7 @@ from codeask.search.callers import (
 from codeask.search.definition_index import WAIT_S, DefinitionIndex, Found, Pending, index_for
 from codeask.search.definitions import extract
 from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine_language
-from codeask.search.hops import asks_for_hops, cite_hops
+from codeask.search.hops import asks_for_hops, cite_hops, start_names, starts
 from codeask.search.lines import better_key, pick_line, question_for, yaml_key
 from codeask.search.syntax import syntax_for
 from codeask.search.vocabulary import split_identifier, stem, synonyms
@@ -253,7 +253,7 @@ def answer(
     callers = asks_for_callers(question)
     evidence = rank(toolbox, indexes, found, groups, pairs, named_folders(question),
                     asked_kinds(question), _DEFAULT_RE.search(question) is not None,
-                    callers, asks_for_hops(question))[:TOP_FILES]  # fmt: skip
+                    callers, asks_for_hops(question), start_names(question))[:TOP_FILES]  # fmt: skip
     searches = [o.describe() for _, o in pairs]
     if not evidence:
         large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
@@ -385,6 +385,7 @@ def rank(
     defaults: bool = False,
     callers: bool = False,
     hops: bool = False,
+    called: list[str] | None = None,
 ) -> list[Evidence]:
     """Files ranked by their best place: a definition whose name, scope, path or doc says what the
     question says (BM25 over the index), plus what its body says (the question's words in it, and
@@ -405,8 +406,10 @@ def rank(
         stems = [w for words, _, _ in groups for w in words]
         lift_helpers(toolbox, cands, stems, lambda p: _raw_lines(toolbox, p),
                      lambda names: _named(indexes, names))  # fmt: skip
-    if hops:
-        cite_hops(cands, lambda p: _raw_lines(toolbox, p))
+    if hops:  # `called`: the functions the question writes as calls, `exit()`
+        first = starts(cands, called or [], lambda names: _named(indexes, names),
+                       lambda p: _raw_lines(toolbox, p))  # fmt: skip
+        cite_hops(cands, lambda p: _raw_lines(toolbox, p), first)
     by_file: dict[str, list[_Candidate]] = {}
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
