@@ -406,6 +406,7 @@ def rank(
         stems = [w for words, _, _ in groups for w in words]
         lift_helpers(toolbox, cands, stems, lambda p: _raw_lines(toolbox, p),
                      lambda names: _named(indexes, names))  # fmt: skip
+    first: set[tuple[str, int]] = set()  # where a hops question's path starts: cited to a call
     if hops:  # `called`: the functions the question writes as calls, `exit()`
         first = starts(cands, called or [], lambda names: _named(indexes, names),
                        lambda p: _raw_lines(toolbox, p))  # fmt: skip
@@ -427,13 +428,15 @@ def rank(
             weight *= FOLDER_WEIGHT
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
-        if best.hit_line is not None and best.hit_line != best.line and not best.named:
+        start = (path, best.line) in first
+        if best.hit_line is not None and best.hit_line != best.line and (start or not best.named):
             if best.line < best.hit_line <= best.end and best.kind != "line":
                 end = best.hit_line  # the definition down to the line inside it that answers
             else:
                 line = best.hit_line
         out.append(Evidence(path, s, line, "", sorted(best.labels), best.name, best.kind, end))
-        places[path] = best
+        if not start:  # a start keeps the call it is cited down to
+            places[path] = best
     out.sort(key=lambda e: (-e.score, e.path))
     if out:
         floor = out[0].score * MIN_RELATIVE_SCORE
@@ -461,8 +464,8 @@ def _inner_lines(
         [re.compile(t.pattern, re.IGNORECASE) for t, _ in pairs if t.exact],
     )
     for ev in evidence:
-        c = places[ev.path]
-        if c.named or c.kind == "line":
+        c = places.get(ev.path)  # none for a hops question's start, cited down to its call
+        if c is None or c.named or c.kind == "line":
             continue
         got = _lines(toolbox, ev.path)
         if not got:

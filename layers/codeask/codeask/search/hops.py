@@ -68,7 +68,8 @@ def starts(
     for d in defs:
         if len(files[d.name]) <= DEFINED_FILES:
             c = cands.setdefault((d.path, d.line), d)
-            # worth as much as a named definition, but cited down to a line (a named one is not)
+            # worth as much as a named definition; search_only.rank cites a start down to its
+            # hit line, the call (a named definition it cites at its own line, with no range)
             c.boost, c.named = max(c.boost, START_WEIGHT), False
             out.add((d.path, d.line))
             lines = read(c.path) if c.end - c.line > DEEP_LINES else None
