@@ -70,13 +70,15 @@ def test_a_start_the_question_calls_is_cited_down_to_the_helper_it_hands_on_to(
     tmp_path: Path,
 ) -> None:
     # Given an entry point whose work goes on in the longest helper of its own file, called on a
-    # line that says none of the question's words, and a function elsewhere that says them all
+    # line that says none of the question's words (the next line says them), and a function
+    # elsewhere that says them all
     setup = "".join(f"    opts_{i} = normalise(name, {i})\n" for i in range(16))
     write(
         tmp_path,
         "net/lookup.py",
         "'''Name lookups.'''\n\n\ndef resolve_name(name):\n"
-        f"{setup}    found = _scan_sources(name, opts_0)\n    return tidy(found)\n\n\n"
+        f"{setup}    found = _scan_sources(name, opts_0)\n"
+        "    # the hosts file lines were read: end of reading\n    return tidy(found)\n\n\n"
         "def _scan_sources(name, opts):\n"
         + "".join(f"    step_{i} = opts + {i}\n" for i in range(8))
         + "    return name\n\n\ndef tidy(found):\n    return found\n",

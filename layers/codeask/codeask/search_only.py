@@ -406,7 +406,7 @@ def rank(
         stems = [w for words, _, _ in groups for w in words]
         lift_helpers(toolbox, cands, stems, lambda p: _raw_lines(toolbox, p),
                      lambda names: _named(indexes, names))  # fmt: skip
-    first: set[tuple[str, int]] = set()  # where a hops question's path starts: cited to a call
+    first: dict[tuple[str, int], bool] = {}  # where a hops question's path starts: cited to a call
     if hops:  # `called`: the functions the question writes as calls, `exit()`
         first = starts(cands, called or [], lambda names: _named(indexes, names),
                        lambda p: _raw_lines(toolbox, p))  # fmt: skip

@@ -51,31 +51,34 @@ def starts(
     names: list[str],
     named: Callable[[list[str]], list[P]],
     read: Callable[[str], list[str] | None],
-) -> set[tuple[str, int]]:
+) -> dict[tuple[str, int], bool]:
     """The definitions of the functions a how-does-X-reach-Y question writes as calls ("how does
     a resolve() call end up reading the hosts file"), as candidates worth START_WEIGHT times their
     score: a path is told from where it starts, and the question names that place exactly. A name
     defined in more than DEFINED_FILES files singles none of them out. `named` gives the
-    definitions with given names, as new candidates; `read` a file's lines. Returns their keys.
+    definitions with given names, as new candidates; `read` a file's lines. Returns their keys,
+    each with whether it was cited down to a helper it hands on to.
 
     Each start is cited down to its call of the longest function of its own file that it calls
-    (`handed_on`), until cite_hops finds a call of a better-ranked place."""
+    (`handed_on`); one that calls none is left to cite_hops, to its call of a better-ranked place."""
     defs = [d for d in named(names) if d.kind in CALLABLE_KINDS] if names else []
     files: dict[str, set[str]] = {}
     for d in defs:
         files.setdefault(d.name, set()).add(d.path)
-    out = set()
+    out: dict[tuple[str, int], bool] = {}
     for d in defs:
         if len(files[d.name]) <= DEFINED_FILES:
             c = cands.setdefault((d.path, d.line), d)
             # worth as much as a named definition; search_only.rank cites a start down to its
             # hit line, the call (a named definition it cites at its own line, with no range)
             c.boost, c.named = max(c.boost, START_WEIGHT), False
-            out.add((d.path, d.line))
             lines = read(c.path) if c.end - c.line > DEEP_LINES else None
+            hop = None
             if lines:
                 body = lines[c.line : min(c.end, c.line + BODY_LINES)]
-                c.hit_line = handed_on(body, c.line + 1, c, named) or c.hit_line
+                hop = handed_on(body, c.line + 1, c, named)
+            c.hit_line = hop or c.hit_line
+            out[(d.path, d.line)] = hop is not None
     return out
 
 
@@ -114,20 +117,21 @@ def next_hop(body: list[str], first: int, own: str, worth: dict[str, float]) -> 
 def cite_hops(
     cands: Mapping[tuple[str, int], Place],
     read: Callable[[str], list[str] | None],
-    first: set[tuple[str, int]] | None = None,
+    first: Mapping[tuple[str, int], bool] | None = None,
 ) -> None:
     """For a how-does-X-reach-Y question: each of the best long definitions with no line of its own
     to cite is cited down to where it calls the best other place, the next hop. Where the path
-    starts (`first`, the keys of `starts`) is cited down to such a call even when it has a line
-    already: the call is what leads on from there."""
-    first = first or set()
+    starts (`first`, from `starts`: whether it is cited down to the helper it hands on to) is cited
+    down to such a call even when it has a line already, unless it has that helper's call: the
+    call is what leads on from there."""
+    handed = first or {}
     worth: dict[str, float] = {}
     for c in cands.values():
         if c.kind in CALLABLE_KINDS and c.name:
             for name in {c.name, c.name.rsplit(".", 1)[-1]}:
                 worth[name] = max(worth.get(name, 0.0), c.score())
     long = (c for k, c in cands.items()
-            if c.kind in CALLABLE_KINDS and (c.hit_line is None or k in first)
+            if c.kind in CALLABLE_KINDS and (c.hit_line is None or handed.get(k) is False)
             and c.end - c.line > DEEP_LINES)  # fmt: skip
     files: dict[str, list[str] | None] = {}
     for c in best(long, HOP_BODIES):
@@ -138,5 +142,5 @@ def cite_hops(
         if lines:
             body = lines[c.line : min(c.end, c.line + BODY_LINES)]
             hop = next_hop(body, c.line + 1, c.name, worth)
-            if hop is not None or key not in first:
+            if hop is not None or key not in handed:
                 c.hit_line = hop
