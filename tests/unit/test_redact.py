@@ -22,6 +22,7 @@ from codeask.redact import (
     private_key_lines,
     scan,
 )
+from codeask.redact.confusables import fold
 from codeask.redact.tokens import RULES
 from conftest import examples
 
@@ -323,6 +324,18 @@ def test_a_dotted_capital_i_elsewhere_keeps_every_secret_in_place() -> None:
     # Then exactly the value is replaced: the names are read at the right offsets
     assert out == text.replace(RANDOM_VALUE, marker("secret-assignment"))
     assert counts == {"secret-assignment": 1}
+
+
+def test_look_alike_letters_fold_to_ascii_in_place_and_other_text_is_kept() -> None:
+    # Given a text with Cyrillic, Greek and fullwidth look-alikes among letters that have none
+    text = "p\u0430ssw\u03bfrd \uff50\uff57\uff44 \u00e9t\u00e9 \u2014 \u4e2d"
+
+    # When it is folded
+    out = fold(text)
+
+    # Then each look-alike is its ASCII letter at the same position, everything else unchanged
+    assert out == "password pwd \u00e9t\u00e9 \u2014 \u4e2d"
+    assert fold("no look-alike here \u2014 caf\u00e9") == "no look-alike here \u2014 caf\u00e9"
 
 
 def test_a_rejected_token_does_not_hide_the_next_one() -> None:

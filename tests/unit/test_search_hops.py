@@ -58,3 +58,44 @@ def test_a_long_entry_point_is_cited_down_to_its_call_of_the_next_hop(tmp_path: 
     # Then the entry point is cited from its definition down to the call of the storage code
     cited = {(e.path, e.line, e.end_line) for e in result.evidence}
     assert ("app/router.py", 4, 26) in cited
+
+
+def test_the_functions_a_question_writes_as_calls_are_where_the_path_starts() -> None:
+    q = "How does a getaddrinfo() call end up in os.open()? And getaddrinfo() again, not ()."
+    assert hops.start_names(q) == ["getaddrinfo", "open"]
+    assert hops.start_names("How does the exit status reach the parent?") == []
+
+
+def test_a_start_the_question_calls_is_cited_down_to_the_helper_it_hands_on_to(
+    tmp_path: Path,
+) -> None:
+    # Given an entry point whose work goes on in the longest helper of its own file, called on a
+    # line that says none of the question's words (the next line says them), and a function
+    # elsewhere that says them all
+    setup = "".join(f"    opts_{i} = normalise(name, {i})\n" for i in range(16))
+    write(
+        tmp_path,
+        "net/lookup.py",
+        "'''Name lookups.'''\n\n\ndef resolve_name(name):\n"
+        f"{setup}    found = _scan_sources(name, opts_0)\n"
+        "    # the hosts file lines were read: end of reading\n    return tidy(found)\n\n\n"
+        "def _scan_sources(name, opts):\n"
+        + "".join(f"    step_{i} = opts + {i}\n" for i in range(8))
+        + "    return name\n\n\ndef tidy(found):\n    return found\n",
+    )
+    write(tmp_path, "net/norm.py", "'''Norm.'''\n\n\ndef normalise(name, i):\n    return name\n")
+    write(
+        tmp_path,
+        "net/hostsfile.py",
+        "'''The hosts file.'''\n\n\ndef read_hosts_file(path):\n"
+        "    '''Read the hosts file: each line a name and its address.'''\n"
+        "    return open(path).read()\n",
+    )
+    toolbox = Toolbox(Snapshot(tmp_path, "e" * 40, RepoRef("net", str(tmp_path))))
+    # When the question writes the entry point as a call
+    result = search_only.answer(
+        "How does a resolve_name() call end up reading the hosts file?", toolbox
+    )
+    # Then the entry point is cited first, down to its call of its own helper
+    first = result.evidence[0]
+    assert (first.path, first.line, first.end_line) == ("net/lookup.py", 4, 21)

@@ -23,7 +23,7 @@ from codeask.search.callers import (
 from codeask.search.definition_index import WAIT_S, DefinitionIndex, Found, Pending, index_for
 from codeask.search.definitions import extract
 from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine_language
-from codeask.search.hops import asks_for_hops, cite_hops
+from codeask.search.hops import asks_for_hops, cite_hops, start_names, starts
 from codeask.search.lines import better_key, pick_line, question_for, yaml_key
 from codeask.search.syntax import syntax_for
 from codeask.search.vocabulary import split_identifier, stem, synonyms
@@ -253,7 +253,7 @@ def answer(
     callers = asks_for_callers(question)
     evidence = rank(toolbox, indexes, found, groups, pairs, named_folders(question),
                     asked_kinds(question), _DEFAULT_RE.search(question) is not None,
-                    callers, asks_for_hops(question))[:TOP_FILES]  # fmt: skip
+                    callers, asks_for_hops(question), start_names(question))[:TOP_FILES]  # fmt: skip
     searches = [o.describe() for _, o in pairs]
     if not evidence:
         large = "".join("\n" + note for _, o in pairs if (note := o.large_note()))
@@ -385,6 +385,7 @@ def rank(
     defaults: bool = False,
     callers: bool = False,
     hops: bool = False,
+    called: list[str] | None = None,
 ) -> list[Evidence]:
     """Files ranked by their best place: a definition whose name, scope, path or doc says what the
     question says (BM25 over the index), plus what its body says (the question's words in it, and
@@ -405,8 +406,11 @@ def rank(
         stems = [w for words, _, _ in groups for w in words]
         lift_helpers(toolbox, cands, stems, lambda p: _raw_lines(toolbox, p),
                      lambda names: _named(indexes, names))  # fmt: skip
-    if hops:
-        cite_hops(cands, lambda p: _raw_lines(toolbox, p))
+    first: dict[tuple[str, int], bool] = {}  # where a hops question's path starts: cited to a call
+    if hops:  # `called`: the functions the question writes as calls, `exit()`
+        first = starts(cands, called or [], lambda names: _named(indexes, names),
+                       lambda p: _raw_lines(toolbox, p))  # fmt: skip
+        cite_hops(cands, lambda p: _raw_lines(toolbox, p), first)
     by_file: dict[str, list[_Candidate]] = {}
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
@@ -424,13 +428,15 @@ def rank(
             weight *= FOLDER_WEIGHT
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
-        if best.hit_line is not None and best.hit_line != best.line and not best.named:
+        start = (path, best.line) in first
+        if best.hit_line is not None and best.hit_line != best.line and (start or not best.named):
             if best.line < best.hit_line <= best.end and best.kind != "line":
                 end = best.hit_line  # the definition down to the line inside it that answers
             else:
                 line = best.hit_line
         out.append(Evidence(path, s, line, "", sorted(best.labels), best.name, best.kind, end))
-        places[path] = best
+        if not start:  # a start keeps the call it is cited down to
+            places[path] = best
     out.sort(key=lambda e: (-e.score, e.path))
     if out:
         floor = out[0].score * MIN_RELATIVE_SCORE
@@ -458,8 +464,8 @@ def _inner_lines(
         [re.compile(t.pattern, re.IGNORECASE) for t, _ in pairs if t.exact],
     )
     for ev in evidence:
-        c = places[ev.path]
-        if c.named or c.kind == "line":
+        c = places.get(ev.path)  # none for a hops question's start, cited down to its call
+        if c is None or c.named or c.kind == "line":
             continue
         got = _lines(toolbox, ev.path)
         if not got:

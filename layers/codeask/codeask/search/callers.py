@@ -65,6 +65,8 @@ class Place(Protocol):
     name: str
     body: dict[str, float]
     hit_line: int | None
+    boost: float
+    named: bool
 
     def score(self) -> float: ...
 
