@@ -425,12 +425,7 @@ def rank(
         if best.kind == "file" and len(cs) > 1 and cs[1].score() >= 0.5 * best.score():
             best = cs[1]  # cite what the file defines, not its first line
         second = cs[1].score() if len(cs) > 1 else 0.0
-        kind = _file_kind(indexes, path)
-        weight = 1.0 if kind in asked else FILE_KIND_WEIGHT[kind]
-        if folders.intersection(path.lower().split("/")[:-1]):
-            weight *= FOLDER_WEIGHT
-        if path in named_files:
-            weight *= NAMED_FILE_WEIGHT
+        weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
         if best.hit_line is not None and best.hit_line != best.line and not best.named:
@@ -449,9 +444,23 @@ def rank(
     return out
 
 
+def _file_weight(
+    kind: str, path: str, asked: frozenset[str], folders: frozenset[str], named: set[str]
+) -> float:
+    """What a file's best places are worth for being in it: by its kind (in full when the question
+    asks for that kind), more under a folder the question names or when the question quotes its
+    name."""
+    weight = 1.0 if kind in asked else FILE_KIND_WEIGHT[kind]
+    if folders.intersection(path.lower().split("/")[:-1]):
+        weight *= FOLDER_WEIGHT
+    if path in named:
+        weight *= NAMED_FILE_WEIGHT
+    return weight
+
+
 def _named_files(toolbox: Toolbox, pairs: list[tuple[Term, SearchOutcome]]) -> set[str]:
     """The files a question names by quoting their name without its extensions: `ldd --version`
-    names `ldd.bash.in`, `git log` names `log.c`; a name that NAMED_FILES or more files share
+    names `ldd.bash.in`, `git log` names `log.c`; a name that more than NAMED_FILES files share
     (`__init__`, `Makefile`) singles none of them out."""
     words = {w.lower() for t, _ in pairs if t.exact for w in t.label.split()
              if len(w) >= 2 and w[0].isalnum()}  # fmt: skip
