@@ -368,3 +368,25 @@ def test_a_line_deep_in_a_long_function_is_cited_under_the_function(tmp_path: Pa
     )
     assert "`app/pipeline.py:1-42`" in result.text
     assert "def run_pipeline(items):" in result.text and "scrub_environment" in result.text
+
+
+def test_copies_of_one_definition_leave_room_in_the_results_for_others(tmp_path: Path) -> None:
+    # Given the same documented key in thirty charts' values, and one template that says less
+    key = "## @param resources Container resources requests and limits preset\nresources: {}\n"
+    for i in range(30):
+        write(tmp_path, f"charts/c{i}/values.yaml", key)
+    write(
+        tmp_path,
+        "charts/common/templates/_presets.tpl",
+        '{{/*\nResources requests and limits of a preset\n*/}}\n{{- define "common.preset" -}}\n'
+        "{}\n{{- end -}}\n",
+    )
+    snap = Snapshot(tmp_path, "7" * 40, RepoRef("charts", str(tmp_path)))
+    index = DefinitionIndex.build(snap, None)
+    # When a search asks for fewer results than there are copies
+    query = [((w,), 1.0) for w in tokens("resources requests limits preset")]
+    found = index.search(query, limit=2 * definition_index.TWINS_KEPT + 1)
+    # Then a few copies of each are kept (the key, each values file's own entry), and the one
+    # different definition is there too
+    assert sum(1 for f in found if f.name == "resources") == definition_index.TWINS_KEPT
+    assert "common.preset" in {f.name for f in found}

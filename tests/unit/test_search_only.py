@@ -209,3 +209,47 @@ def test_a_default_is_answered_by_the_setting_not_the_function_that_reads_it(
     result = search_only.answer("What is the default cache size?", Toolbox(snap))
     # Then the constant is cited
     assert (result.evidence[0].path, result.evidence[0].line) == ("app/cache.py", 1)
+
+
+def test_a_definition_copied_into_many_files_does_not_crowd_out_the_one_that_answers(
+    tmp_path: Path,
+) -> None:
+    # Given one program per folder with the same print_version, and one module that keeps the
+    # notices, which says fewer of the question's words
+    version = (
+        "def print_version():\n    '''Print the version, the copyright and the warranty.'''\n"
+        "    print('copyright warranty version')\n"
+    )
+    for name in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta"):
+        write(tmp_path, f"{name}/main.py", version)
+    write(
+        tmp_path,
+        "legal/notices.py",
+        "def warranty_notice():\n    '''The no-warranty notice.'''\n    return 'NO WARRANTY'\n",
+    )
+    snap = Snapshot(tmp_path, "c" * 40, RepoRef("progs", str(tmp_path)))
+    # When the question asks where the warranty notice is
+    result = search_only.answer("Where is the copyright and warranty notice?", Toolbox(snap))
+    # Then the module that is not one of the copies is among the first three
+    assert "legal/notices.py" in [e.path for e in result.evidence[:3]]
+
+
+def test_a_file_the_question_names_by_quoting_it_is_first(tmp_path: Path) -> None:
+    # Given a shell script `frob.sh` that prints its version among its other lines, and C
+    # programs whose `print_version` functions say more of the question's words
+    write(
+        tmp_path,
+        "tools/frob.sh",
+        "#!/bin/sh\ncase \"$1\" in\n  --version)\n    echo 'frob 1.0'\n    exit 0 ;;\nesac\n",
+    )
+    for name in ("ls", "cat"):
+        write(
+            tmp_path,
+            f"progs/{name}.c",
+            'static void\nprint_version (void)\n{\n  printf ("1.0");\n}\n',
+        )
+    snap = Snapshot(tmp_path, "9" * 40, RepoRef("tools", str(tmp_path)))
+    # When the question quotes the command
+    result = search_only.answer("Where does `frob --version` print its version?", Toolbox(snap))
+    # Then the script named like it comes first
+    assert result.evidence[0].path == "tools/frob.sh"

@@ -50,11 +50,17 @@ K1, B = 1.2, 0.75
 # independent set but lost the one file that defines a Helm helper to the templates that use it
 # twice each (the easy set): kept at 0.2.
 SECOND_WEIGHT = 0.2
+# The same definition as the best place of this many files or more, each scoring within
+# TWIN_CLOSE of the other, is a copy that singles none of them out (`_damp_twins`).
+TWIN_FILES = 3
+TWIN_CLOSE = 0.9
 DEEP_LINES = 12  # a body line further than this below its definition's line may be cited itself
 MIN_RELATIVE_SCORE = 0.12
 # A definition whose name is an identifier the question quotes is what "where is X" asks for.
 NAMED_WEIGHT = 3.0
 NAMED_FILES = 3  # ... unless more files than this define that name
+# A file whose name, without its extensions, the question quotes (`ldd --version`: ldd.bash.in).
+NAMED_FILE_WEIGHT = 3.0
 # A file under a folder the question names as a part of the code (`the postgresql chart`).
 FOLDER_WEIGHT = 1.5
 # "What is the default X": a constant, a macro or a config key sets it, not a function using it.
@@ -414,6 +420,7 @@ def rank(
     by_file: dict[str, list[_Candidate]] = {}
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
+    named_files = _named_files(toolbox, pairs)
     out = []
     places: dict[str, _Candidate] = {}
     for path, cs in by_file.items():
@@ -422,10 +429,7 @@ def rank(
         if best.kind == "file" and len(cs) > 1 and cs[1].score() >= 0.5 * best.score():
             best = cs[1]  # cite what the file defines, not its first line
         second = cs[1].score() if len(cs) > 1 else 0.0
-        kind = _file_kind(indexes, path)
-        weight = 1.0 if kind in asked else FILE_KIND_WEIGHT[kind]
-        if folders.intersection(path.lower().split("/")[:-1]):
-            weight *= FOLDER_WEIGHT
+        weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
         s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
         line, end = best.line, None
         start = (path, best.line) in first
@@ -437,12 +441,64 @@ def rank(
         out.append(Evidence(path, s, line, "", sorted(best.labels), best.name, best.kind, end))
         if not start:  # a start keeps the call it is cited down to
             places[path] = best
+    _damp_twins(out, folders)
     out.sort(key=lambda e: (-e.score, e.path))
     if out:
         floor = out[0].score * MIN_RELATIVE_SCORE
         out = [e for e in out if e.score >= floor]
     _inner_lines(toolbox, indexes, groups, pairs, out[:TOP_FILES], places)
     return out
+
+
+def _file_weight(
+    kind: str, path: str, asked: frozenset[str], folders: frozenset[str], named: set[str]
+) -> float:
+    """What a file's best places are worth for being in it: by its kind (in full when the question
+    asks for that kind), more under a folder the question names or when the question quotes its
+    name."""
+    weight = 1.0 if kind in asked else FILE_KIND_WEIGHT[kind]
+    if folders.intersection(path.lower().split("/")[:-1]):
+        weight *= FOLDER_WEIGHT
+    if path in named:
+        weight *= NAMED_FILE_WEIGHT
+    return weight
+
+
+def _named_files(toolbox: Toolbox, pairs: list[tuple[Term, SearchOutcome]]) -> set[str]:
+    """The files a question names by quoting their name without its extensions: `ldd --version`
+    names `ldd.bash.in`, `git log` names `log.c`; a name that more than NAMED_FILES files share
+    (`__init__`, `Makefile`) singles none of them out."""
+    words = {w.lower() for t, _ in pairs if t.exact for w in t.label.split()
+             if len(w) >= 2 and w[0].isalnum()}  # fmt: skip
+    if not words:
+        return set()
+    by_stem: dict[str, list[str]] = {}
+    for rel in toolbox.snapshot.files:
+        stem_ = rel.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+        if stem_ in words:
+            by_stem.setdefault(stem_, []).append(rel)
+    return {rel for paths in by_stem.values() if len(paths) <= NAMED_FILES for rel in paths}
+
+
+def _damp_twins(out: list[Evidence], folders: frozenset[str]) -> None:
+    """Files whose best place is the same definition (kind and name) scoring alike: a `resources`
+    key in every chart's values file, a `print_version` in every program. That copy does not single
+    out any one of them, so each counts 1/sqrt(n) of itself among n such files (TWIN_FILES or
+    more); a file in a folder the question names is singled out by that, and keeps its score."""
+    groups: dict[tuple[str, str], list[Evidence]] = {}
+    for e in out:
+        if e.name and e.kind not in ("line", "file"):
+            groups.setdefault((e.kind, e.name), []).append(e)
+    for twins in groups.values():
+        if len(twins) < TWIN_FILES:
+            continue
+        scores = [e.score for e in twins]
+        for e in twins:
+            if folders.intersection(e.path.lower().split("/")[:-1]):
+                continue
+            n = sum(1 for x in scores if TWIN_CLOSE * e.score <= x <= e.score / TWIN_CLOSE)
+            if n >= TWIN_FILES:
+                e.score /= math.sqrt(n)
 
 
 def _inner_lines(

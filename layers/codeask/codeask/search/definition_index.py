@@ -22,6 +22,10 @@ CANDIDATES = 1000  # candidates the commoner words then add to
 PATH_FILES = 8  # ... with every definition of the files whose paths match the question best
 PATH_ROWS = 3000
 DF_KEPT = 50_000  # words remembered with their counts (an index never changes once built)
+# Definitions of the same kind and name (a `resources` key in every chart's values file, a
+# `print_version` in every program) kept in one search's results: past this many, a copy says
+# nothing the first ones did not, and the results' limit is left to different definitions.
+TWINS_KEPT = 10
 COLUMNS = ("name", "scope", "path", "doc")
 WEIGHTS = (4.0, 1.0, 1.5, 1.0)  # what a word is worth in each column, for BM25
 K1, B = 1.2, 0.75  # FTS5's bm25() constants, used by the Python fallback too
@@ -162,9 +166,7 @@ class DefinitionIndex:
                         if f:
                             scores[rowid] += weight[word] * self._bm25(f, freqs[1], df[word])
                             matched[rowid] |= mask[word]
-            best = heapq.nsmallest(limit, top, key=lambda r: (-scores[r], r))
-            best = [r for r in best if scores[r] > 0]
-            rows = self._rows(best)
+            best, rows = self._best(sorted(top, key=lambda r: (-scores[r], r)), scores, limit)
         out = []
         for rowid in best:
             file_id, line, end, kind, name, scope = rows[rowid]
@@ -172,6 +174,30 @@ class DefinitionIndex:
             out.append(Found(path, line, end, kind, name, tuple(scope.split("\x1f")) if scope else (),
                              scores[rowid], _bits(matched[rowid])))  # fmt: skip
         return out
+
+    def _best(
+        self, ordered: list[int], scores: dict[int, float], limit: int
+    ) -> tuple[list[int], dict[int, tuple[int, int, int, str, str, str]]]:
+        """The first `limit` rows of `ordered` that score, with at most TWINS_KEPT of each kind
+        and name, and their rows."""
+        best: list[int] = []
+        rows: dict[int, tuple[int, int, int, str, str, str]] = {}
+        seen: dict[tuple[str, str], int] = {}
+        for i in range(0, len(ordered), limit):
+            chunk = [r for r in ordered[i : i + limit] if scores[r] > 0]
+            got = self._rows(chunk)
+            for rowid in chunk:
+                row = got[rowid]
+                key = (row[3], row[4])
+                seen[key] = seen.get(key, 0) + 1
+                if seen[key] <= TWINS_KEPT:
+                    best.append(rowid)
+                    rows[rowid] = row
+                    if len(best) >= limit:
+                        return best, rows
+            if len(chunk) < len(ordered[i : i + limit]):
+                break  # the rest score nothing
+        return best, rows
 
     def definitions_in(self, path: str) -> list[tuple[int, int, str, str]]:
         """(line, end, kind, name) of every definition in one file, in line order."""
