@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from codeask.errors import ToolRefused
 from codeask.pathdisplay import display_path
 from codeask.search import SearchOutcome
+from codeask.search import abbreviations as short_forms
 from codeask.search.callers import (
     asks_for_callers,
     find_call_sites,
@@ -187,6 +188,14 @@ def question_groups(question: str) -> list[tuple[tuple[str, ...], float, str]]:
             alts = tuple(a for a in synonyms(st) if a not in seen)
             if alts:
                 groups.append((alts, SYNONYM_WEIGHT, part))
+    # the short forms code writes for the question's plain words (`buf`, `fd`)
+    prose = re.sub(r"`[^`]*`", " ", question)
+    plain = [w for w in _WORD_RE.findall(prose) if not _is_identifier(w)]
+    for label, forms, weight in short_forms.abbreviations(plain):
+        alts = tuple(a for a in forms if a not in seen)
+        if alts and label not in _STOP:
+            seen.update(alts)
+            groups.append((alts, weight, label))
     return groups
 
 
