@@ -64,6 +64,16 @@ def test_question_terms_drop_stopwords_and_keep_identifiers() -> None:
     assert not any(t.label in ("where", "do", "we") for t in terms)
 
 
+def test_pronouns_are_not_searched_for() -> None:
+    # "this machine", "they appear": the pronoun is on every other line of any code base
+    terms = search_only.question_terms(
+        "Which tags can this machine install, and why do they differ?"
+    )
+    labels = {t.label for t in terms}
+    assert {"tag", "machin", "install"} <= labels
+    assert not labels & {"this", "they"}
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [

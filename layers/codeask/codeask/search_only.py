@@ -86,7 +86,7 @@ _STOP = set(
     i if in into is it its itself just know let like live lives located location look looks made
     make makes me might more most much must my need needs no nor not now of off on once only or
     other our ours out over own part place please same see seem she should show so some such
-    tell than that the their theirs them then there these those through
+    tell than that the their theirs them then there these they this those through
     to too under until up us use used uses using very via want was way we were what whats when
     where which while who whom why will with within would you your code codebase repo repository
     file files function functions method class implemented implement implementation work works
