@@ -542,6 +542,29 @@ def curl_user_spans(text: str, low: str) -> Iterator[Span]:
             yield m.start("v"), m.end("v"), "basic-auth"
 
 
+def anchored(
+    pattern: re.Pattern[str], words: tuple[str, ...], text: str
+) -> Iterator[re.Match[str]]:
+    """pattern.finditer(text), for a pattern whose every match starts at one of `words` (a
+    command's name, `--`): the pattern is tried only there, found by str.find, not at every
+    offset, which for a pattern opening with alternatives and lookbehinds is most of a scan's
+    time."""
+    starts: set[int] = set()
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            starts.add(at)
+            at = text.find(word, at + 1)
+    end = 0
+    for at in sorted(starts):
+        if at < end:
+            continue
+        m = pattern.match(text, at)
+        if m is not None:
+            yield m
+            end = max(m.end(), m.start() + 1)
+
+
 # A password or token given as a command-line option with a space: `--password X`, `--token X`,
 # and the short forms of commands known to take one: `mysql -pX` (attached), `sshpass -p X`,
 # `docker login -p X` (and podman, helm registry, oras, buildah, skopeo).
@@ -552,13 +575,15 @@ _OPTION = re.compile(
     r"[\"']?(?P<v>[^\s\"'`;|&)-][^\s\"'`;|&)]*)",
     re.MULTILINE,
 )
+# Where an _OPTION match can start: its `--`, or the command word a short option follows.
+_OPTION_AT = ("--", "mysql", "mariadb", "sshpass", "login")
 
 
 def option_spans(text: str, low: str) -> Iterator[Span]:
     """Secrets passed as command-line options (`--flag=value` is an assignment already)."""
     if "-p" not in low and "--" not in low:
         return
-    for m in _OPTION.finditer(text):
+    for m in anchored(_OPTION, _OPTION_AT, text):
         long = m.group("long")
         value = m.group("v")
         if long is not None:
@@ -587,12 +612,13 @@ _NETRC = re.compile(
     r"[ \t\r\n]+(?P<k>[\w.-]*(?:" + "|".join(PASSWORD_WORDS) + r")[\w.-]*)"
     r"[ \t]+(?P<v>[^\s\"'`]+)"
 )
+_NETRC_AT = ("machine", "default")
 
 
 def netrc_spans(text: str, low: str) -> Iterator[Span]:
     if not any(word in low for word in PASSWORD_WORDS):
         return
-    for m in _NETRC.finditer(low):
+    for m in anchored(_NETRC, _NETRC_AT, low):
         name = judge_name(text[m.start("k") : m.end("k")])
         start, end = m.span("v")
         value = text[start:end]
@@ -619,6 +645,20 @@ _SETTING = re.compile(
     r"[ \t]+[\"']?(?P<key>[^\s=\"'`;|&<>-][^\s=\"'`;|&<>]*)[\"']?(?:=|[ \t]+)"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<uv>[^\s\"'`;|&)]+))"
 )
+_SETTING_AT = (
+    "npm",
+    "pnpm",
+    "yarn",
+    "pip",
+    "gcloud",
+    "git",
+    "poetry",
+    "composer",
+    "bundle",
+    "conda",
+    "aws",
+    "dotnet",
+)
 # A setting whose value is an HTTP header (git's `http.extraheader "Authorization: Bearer X"`).
 _HEADER = re.compile(
     r"(?P<n>[A-Za-z][\w-]*)[ \t]*:[ \t]*(?:(?:bearer|basic|token)[ \t]+)?(?P<v>\S+)", re.I
@@ -629,7 +669,7 @@ def setting_spans(text: str, low: str) -> Iterator[Span]:
     """The value a config-setting command gives a secret-named key (or a header naming one)."""
     if "config" not in low and "user-secrets" not in low:
         return
-    for m in _SETTING.finditer(low):
+    for m in anchored(_SETTING, _SETTING_AT, low):
         group = next(g for g in ("dq", "sq", "uv") if m.group(g) is not None)
         start, end = m.span(group)
         value = text[start:end]

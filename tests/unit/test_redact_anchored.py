@@ -1,0 +1,96 @@
+"""The command-line scans (options, netrc entries, config-setting commands) try their patterns only
+where a match can start; they must find exactly what a scan of every offset finds."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeask.redact import assignments, scan
+from codeask.redact.assignments import anchored
+
+# Pieces that build the shapes these patterns read, their near misses, and what lies between.
+PIECES = [
+    "--", "---", "-p", "-p ", "--password ", "--token=", "--api-key ", "mysql", "mysqldump",
+    "mariadb", "sshpass", "login", "docker login", "machine", "default", "password", "passwd",
+    "account", "npm", "pnpm", "yarn", "pip3", "gcloud", "git", "github", "poetry", "composer",
+    "bundle", "conda", "aws", "dotnet", "config", "configure", "set", "user-secrets", "--global",
+    "--file f", "http.extraheader", "Authorization: Bearer ", "_authToken", "//registry.npmjs.org/:",
+    "Xy7pQ2mnA9kL", "hunter2", "s3cr3tV4lue", "'", '"', "`", " ", "  ", "\t", "\n", "\r\n", "=",
+    ":", ";", "|", "&", "(", "[", "x", "MYSQL", "Login", "é", "_",
+    # whole shapes, so that most examples hold a match to find
+    "docker login -p ", "mysql -u root -p", "sshpass -p ", "machine h login u password ",
+    "default password ", "npm config set ", "pnpm config set ", "git config --global ", "aws configure set ",
+    "dotnet user-secrets set ", "--db-password ",
+]  # fmt: skip
+CASES = [
+    (assignments._OPTION, assignments._OPTION_AT, False),
+    (assignments._NETRC, assignments._NETRC_AT, True),
+    (assignments._SETTING, assignments._SETTING_AT, True),
+]
+
+
+def _found(matches: object) -> list[tuple[tuple[int, int], dict[str, str | None]]]:
+    return [(m.span(), m.groupdict()) for m in matches]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("pattern", "words", "lower"), CASES)
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(PIECES), max_size=40))
+def test_anchored_finds_what_every_offset_finds(
+    pattern: re.Pattern[str], words: tuple[str, ...], lower: bool, parts: list[str]
+) -> None:
+    text = "".join(parts)
+    text = text.lower() if lower else text
+    assert _found(anchored(pattern, words, text)) == _found(pattern.finditer(text))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "mysql -uroot -pXy7pQ2mnA9kL db",
+        "sshpass -p Xy7pQ2mnA9kL ssh host",
+        "docker login -u bob -p Xy7pQ2mnA9kL registry.example.com",
+        "tool --password Xy7pQ2mnA9kL --verbose",
+        'echo "machine example.com login bob password Xy7pQ2mnA9kL" > ~/.netrc',
+        "npm config set //registry.npmjs.org/:_authToken Xy7pQ2mnA9kL",
+        "git config --global http.extraheader 'Authorization: Bearer Xy7pQ2mnA9kL'",
+    ],
+)
+def test_each_command_shape_is_still_masked_mid_text(line: str) -> None:
+    # the shape far into a text, after lines of near misses, as in a long script
+    text = "--- x --\nmachine\nlogin: y\ngit status\n" * 200 + line + "\n"
+    masked, _ = scan(text)
+    assert "Xy7pQ2mnA9kL" not in masked
+
+
+SHAPES = [
+    (assignments._OPTION, assignments._OPTION_AT, "run --password Xy7pQ2mnA9kL"),
+    (assignments._OPTION, assignments._OPTION_AT, "run mysql -u root -pXy7pQ2mnA9kL"),
+    (assignments._OPTION, assignments._OPTION_AT, "run mariadb -pXy7pQ2mnA9kL"),
+    (assignments._OPTION, assignments._OPTION_AT, "run sshpass -p Xy7pQ2mnA9kL ssh"),
+    (assignments._OPTION, assignments._OPTION_AT, "run docker login -p Xy7pQ2mnA9kL"),
+    (assignments._NETRC, assignments._NETRC_AT, "x machine h login u password Xy7pQ2mnA9kL"),
+    (assignments._NETRC, assignments._NETRC_AT, "x default login u password Xy7pQ2mnA9kL"),
+    *(
+        (assignments._SETTING, assignments._SETTING_AT, f"run {command} _authtoken xy7pq2mna9kl")
+        for command in (
+            "npm config set", "pnpm config set", "yarn config set", "pip config set",
+            "pip3 config set", "gcloud config set", "npm set", "git config", "poetry config",
+            "composer config", "bundle config", "conda config", "aws configure set",
+            "dotnet user-secrets set",
+        )
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pattern", "words", "text"), SHAPES)
+def test_anchored_finds_every_command_the_pattern_knows(
+    pattern: re.Pattern[str], words: tuple[str, ...], text: str
+) -> None:
+    found = _found(anchored(pattern, words, text))
+    assert found, text
+    assert found == _found(pattern.finditer(text))
