@@ -4,6 +4,7 @@ a variable. Held on every path a file's text takes: read_file, search_code, the 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,17 @@ def test_a_hit_line_that_would_be_secret_as_data_is_judged_on_its_file(repo: Pat
     signs.sort([*plain, hit])
     assert all(signs.alone(m) for m in plain)
     assert not signs.alone(hit)
+
+
+# --- Hostile review: costs and shapes the first review did not try --------------------------------
+
+
+@pytest.mark.parametrize("path", ["src/re.js", "src/re.rb"])
+def test_a_line_of_unclosed_regex_classes_costs_linear_time(path: str) -> None:
+    # Each `=/[` opens a regular expression literal whose class never closes: read to the line's
+    # end from every opener, a 60 KB line took seconds (quadratic), past any deadline.
+    text = f"api_key = {VALUE}\nx" + "=/[a/ " * 10_000 + "\n"
+    started = time.perf_counter()
+    data_ranges(text, path)
+    mask_file(text.split("\n"), path)
+    assert time.perf_counter() - started < 2.0

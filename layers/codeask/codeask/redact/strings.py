@@ -166,10 +166,13 @@ _TRIPLE_DQ = ('"""', _triple('"""'))
 _TRIPLE_SQ = ("'''", _triple("'''"))
 # A regular expression literal, read whole so that a quote in it (`/'/`, `/`/`) opens nothing: a
 # slash where an operand is expected (after an operator, an opening bracket, a separator or
-# `return`), not `//` or `/*`, closed on its line.
+# `return`), not `//` or `/*`, closed on its line. A character class may hold a slash (`[/\\]`),
+# but at most two: a class that never closes then fails at the third slash, not at the line's
+# end, so a line of `=/[a/` openers costs linear time, not a scan to the end from each one.
+_CLASS = r"\[(?:[^\]\\\n/]|\\.)*+(?:/(?:[^\]\\\n/]|\\.)*+){0,2}\]"
 _REGEX_LITERAL = (
     r"(?:(?<=[(,=:\[!&|?{};~+\-*%<>^])|(?<=\breturn)|(?<=\bwhen)|(?<=\bif)|^)[ \t]*"
-    r"/(?![/*\s])(?:[^/\\\n\[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/",
+    r"/(?![/*\s])(?:[^/\\\n\[]|\\.|" + _CLASS + r")+/",
     _whole,
 )
 
