@@ -288,3 +288,31 @@ def test_a_line_of_unclosed_regex_classes_costs_linear_time(path: str) -> None:
     data_ranges(text, path)
     mask_file(text.split("\n"), path)
     assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("src/doc.py", f'DOC = """\napi_key = \\\n{VALUE}\n"""\n'),
+        ("src/t.js", f"const s = `\napi_key = \\\n    {VALUE}\n`;\n"),
+        ("README.md", f"api_key = \\\n  {VALUE}\n"),
+    ],
+)
+def test_a_value_continued_with_a_backslash_on_data_lines_is_judged_joined(
+    path: str, text: str
+) -> None:
+    assert VALUE not in masked(path, text)
+    # In code the same continued line is a variable, as before.
+    assert VARIABLE in masked("src/code.py", f"session_token = \\\n    {VARIABLE}\n")
+
+
+def test_a_window_that_starts_on_a_continued_value_masks_it(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    filler = "x = 1\n" * 2000
+    (root / "big.py").write_text(f'{filler}DOC = """\napi_key = \\\n{VALUE}\n"""\n')
+    box = Toolbox(Snapshot(root, "c" * 40, RepoRef("acme", str(root))), large_file_bytes=1000)
+    for start in (2001, 2002, 2003):
+        shown = box.run("read_file", {"path": "big.py", "start_line": start, "end_line": 2004})
+        assert not shown.is_error, shown.text
+        assert VALUE not in shown.text

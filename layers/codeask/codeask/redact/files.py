@@ -522,13 +522,23 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
 
 def _data_spans(text: str, low: str, path: str) -> list[Span]:
     """The assignments that are secrets only when read as data, on the lines that are data (the
-    rest the gate finds line by line, as it always did). The strings are only scanned in a file
-    with such an assignment: most files have none."""
-    found = list(assignment_spans(text, low, data=True))
+    rest the gate finds line by line, as it always did). A value continued with a backslash
+    (`api_key = \\` then the value on the next line, in a docstring or a README) is judged
+    joined, as the code rule judges it. The strings are only scanned in a file with such an
+    assignment: most files have none."""
+    found = _only_as_data(text, low)
+    for start, end in _continued_regions(text):
+        region = _Joined(text, start, end)
+        found += region.original(_only_as_data(region.text, lowercase(region.text)))
     if not found:
         return []
     ranges = data_ranges(text, path)
-    found = [span for span in found if _inside(ranges, span[0])]
+    return [span for span in found if _inside(ranges, span[0])]
+
+
+def _only_as_data(text: str, low: str) -> list[Span]:
+    """The assignments in `text` that are secrets read as data but not read as code."""
+    found = list(assignment_spans(text, low, data=True))
     if not found:
         return []
     as_code = {span[:2] for span in assignment_spans(text, low)}
