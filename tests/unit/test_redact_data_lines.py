@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from codeask import search_only
+from codeask.filewindow import LINE_KEEP, read_window
 from codeask.redact import mask_file, masks_more_as_data, scan
 from codeask.redact.strings import data_ranges
 from codeask.search.ripgrep import RawMatch, find_rg
@@ -316,3 +317,21 @@ def test_a_window_that_starts_on_a_continued_value_masks_it(tmp_path: Path) -> N
         shown = box.run("read_file", {"path": "big.py", "start_line": start, "end_line": 2004})
         assert not shown.is_error, shown.text
         assert VALUE not in shown.text
+
+
+def test_a_window_whose_line_lost_a_strings_opener_past_its_cut_judges_as_data(
+    tmp_path: Path,
+) -> None:
+    # A window keeps LINE_KEEP bytes of a line: a docstring opened past them is unseen, and the
+    # lines inside it would read as code. A window with a cut line judges every line as data.
+    root = tmp_path / "repo"
+    root.mkdir()
+    long_line = "x = 1  # " + "a" * (LINE_KEEP + 10) + ' ; DOC = """'
+    (root / "big.py").write_text(f'{long_line}\napi_key = {VALUE}\n"""\n' + "pass\n" * 200)
+    box = Toolbox(Snapshot(root, "c" * 40, RepoRef("acme", str(root))), large_file_bytes=1000)
+    shown = box.run("read_file", {"path": "big.py", "start_line": 1, "end_line": 4})
+    assert not shown.is_error, shown.text
+    assert VALUE not in shown.text
+    assert read_window(root / "big.py", "big.py", 2, 1).lines == [
+        "api_key = [REDACTED:secret-assignment]"
+    ]
