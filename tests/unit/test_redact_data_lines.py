@@ -335,3 +335,43 @@ def test_a_window_whose_line_lost_a_strings_opener_past_its_cut_judges_as_data(
     assert read_window(root / "big.py", "big.py", 2, 1).lines == [
         "api_key = [REDACTED:secret-assignment]"
     ]
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # A quote inside an interpolation's code belongs to a string of that code: it neither
+        # closes the outer string nor opens one of its kind. Read wrongly, the outer string
+        # closes early and its closing quote opens a string below: the lines between read as code.
+        ("src/a.js", f'const s = `${{"`"}}\napi_key = {VALUE}\n`;\n'),
+        ("src/b.js", f"const s = `${{'`'}}\napi_key = {VALUE}\n`;\n"),
+        ("src/c.js", f"const s = `${{/`/.test(x)}}\napi_key = {VALUE}\n`;\n"),
+        ("src/d.js", f"const s = `${{x /* ` */}}\napi_key = {VALUE}\n`;\n"),
+        ("src/e.ts", f"const s = `${{f({{a: `${{'`'}}`}})}}\napi_key = {VALUE}\n`;\n"),
+        ("src/f.rb", f"x = \"#{{'\"'}}\"\ny = '\napi_key = {VALUE}\n'\n"),
+        ("src/g.rb", f'x = "#{{h["a"] + "}}"}}\napi_key = {VALUE}\n"\n'),
+        ("src/h.php", f"$x = \"{{$a['\"']}}\";\n$y = '\napi_key = {VALUE}\n';\n"),
+    ],
+)
+def test_a_quote_inside_an_interpolation_opens_nothing_outside_it(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("src/a.js", f"const s = `${{a}}-${{'b'}}`;\nsession_token = {VARIABLE};\n"),
+        ("src/b.js", f"const s = `${{`${{x}}`}}`; // `\nsession_token = {VARIABLE};\n"),
+        ("src/c.rb", f'x = "#{{a}}" + "b"\nsession_token = {VARIABLE}\n'),
+        ("src/d.php", f'$x = "{{$a}} ${{b}}";\n$session_token = {VARIABLE};\n'),
+    ],
+)
+def test_code_after_a_closed_interpolated_string_stays_code(path: str, text: str) -> None:
+    assert VARIABLE in masked(path, text)
+
+
+def test_deeply_nested_interpolations_cost_linear_time() -> None:
+    text = f"api_key = {VALUE}\n" + "`${'`'}` + `${" * 20_000 + "\n"
+    started = time.perf_counter()
+    data_ranges(text, "src/deep.js")
+    assert time.perf_counter() - started < 2.0

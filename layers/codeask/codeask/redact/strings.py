@@ -176,15 +176,64 @@ _REGEX_LITERAL = (
     _whole,
 )
 
+
+class _Interpolated:
+    """A string spanning lines whose interpolations (`${…}` in a JS template, `#{…}` in Ruby,
+    `{$…}` in PHP) hold code up to the brace that closes them: a quote in that code (`${"`"}`,
+    `#{'"'}`) belongs to a string of the code, never closing the outer one, which is read to its
+    own closing quote. Code skips whole what `skip` matches (its other strings, comments); a
+    quote of `quotes` in it opens a nested string of this kind. Read with a stack, not
+    recursion, so that nesting costs no depth; each character is read once."""
+
+    def __init__(self, quotes: str, interpolation: str, skip: str) -> None:
+        self.quotes = quotes
+        self.in_text = {
+            q: re.compile(rf"\\.|{interpolation}|{re.escape(q)}", re.DOTALL) for q in quotes
+        }
+        self.in_code = re.compile(rf"{skip}|[{{}}{re.escape(quotes)}]", re.DOTALL | re.MULTILINE)
+
+    def __call__(self, scan: _Scan, opener: str, at: int) -> int:
+        text = scan.text
+        stack: list[str | int] = [opener[-1]]  # a quote: in its string's text; a depth: in code
+        pos = at
+        while stack:
+            top = stack[-1]
+            if isinstance(top, str):
+                m = self.in_text[top].search(text, pos)
+                if m is None:
+                    return len(text)
+                token = m.group()
+                if token == top:
+                    stack.pop()
+                elif token[0] != "\\":
+                    stack.append(0)
+            else:
+                m = self.in_code.search(text, pos)
+                if m is None:
+                    return len(text)
+                token = m.group()
+                if token == "{":
+                    stack[-1] = top + 1
+                elif token == "}":
+                    stack[-1:] = [top - 1] if top else []
+                elif token in self.quotes:
+                    stack.append(token)
+            pos = m.end()
+        return pos
+
+
 _PYTHON = _family(
     [("#", _LINE_COMMENT), _TRIPLE_DQ, _TRIPLE_SQ, _DQ, ("'", _escaped("'", spans_lines=False))]
 )
 _C_LIKE = _family(
     [*_C_COMMENTS, (r"(?<!\w)(?:u8|[uUL])?R\"[^\s()\\\"]{0,16}\(", _RAW_CPP), _DQ, _C_CHAR]
 )
-_JAVASCRIPT = _family(
-    [*_C_COMMENTS, _REGEX_LITERAL, ("`", _escaped("`", spans_lines=True)), _DQ, _C_CHAR]
+_LINE_STRINGS = r"""'(?:[^'\\\n]|\\.)*(?:'|$)|"(?:[^"\\\n]|\\.)*(?:"|$)"""
+_SPANNING_SQ = r"'(?:[^'\\]|\\.)*(?:'|\Z)"
+_TEMPLATE = _Interpolated(
+    "`", r"\$\{", rf"//[^\n]*|/\*.*?(?:\*/|\Z)|{_LINE_STRINGS}|{_REGEX_LITERAL[0]}"
 )
+_JAVASCRIPT = _family([*_C_COMMENTS, _REGEX_LITERAL, ("`", _TEMPLATE), _DQ, _C_CHAR])
 _GO = _family([*_C_COMMENTS, ("`", _until("`")), _DQ, _C_CHAR])
 _RUST = _family(
     [
@@ -216,9 +265,8 @@ _RUBY = _family(
         # an operand is expected (`x %(y)` with no space is not a modulo in Ruby either).
         (r"%[qQwWiIrsx][^\w\s]|(?<=[\s(=,\[])%[({\[<|!]", _percent),
         _REGEX_LITERAL,
-        _DQ_SPANNING,
+        ('["`]', _Interpolated('"`', r"\#\{", _SPANNING_SQ)),
         _SQ_SPANNING,
-        ("`", _escaped("`", spans_lines=True)),
     ]
 )
 _PHP = _family(
@@ -226,7 +274,7 @@ _PHP = _family(
         *_C_COMMENTS,
         ("#", _LINE_COMMENT),
         (r"<<<[ \t]*(?P<hq>[\"']?)[A-Za-z_]\w*(?P=hq)", _heredoc(required=True)),
-        _DQ_SPANNING,
+        ('"', _Interpolated('"', r"\{\$|\$\{", rf"//[^\n]*|/\*.*?(?:\*/|\Z)|{_SPANNING_SQ}")),
         _SQ_SPANNING,
     ]
 )
