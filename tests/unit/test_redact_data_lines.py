@@ -375,3 +375,18 @@ def test_deeply_nested_interpolations_cost_linear_time() -> None:
     started = time.perf_counter()
     data_ranges(text, "src/deep.js")
     assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    "path", ["src/a.rs", "src/b.swift", "src/c.kt", "src/d.scala", "src/e.dart"]
+)
+def test_a_nested_block_comment_runs_to_the_close_of_its_opener(path: str) -> None:
+    # These languages nest block comments: the first `*/` closes the inner one only.
+    assert VALUE not in masked(path, f"/* a /* b */\napi_key = {VALUE}\n*/\n")
+    assert VARIABLE in masked(path, f"/* a /* b */ c */\nsession_token = {VARIABLE}\n")
+
+
+def test_a_block_comment_that_does_not_nest_closes_at_its_first_end() -> None:
+    # Java's and C's do not: the code after the first `*/` is code.
+    for path in ("src/A.java", "src/a.c", "src/a.go", "src/a.js"):
+        assert VARIABLE in masked(path, f"/* a /* b */\nsession_token = {VARIABLE}\n")

@@ -152,12 +152,28 @@ def _family(rules: list[tuple[str, Closer]]) -> _Family:
 
 _LINE_COMMENT = _pattern(r"[^\n]*")
 _BLOCK_COMMENT = _until("*/")
+_COMMENT_MARKS = re.compile(r"/\*|\*/")
+
+
+def _nested_comment(scan: _Scan, _: str, at: int) -> int:
+    """A block comment of Rust, Swift, Kotlin, Scala or Dart, where `/* … */` nests: closed by
+    the `*/` that closes its opener, not the first (`/* a /* b */ still a comment */`); else
+    the end."""
+    depth = 1
+    for m in _COMMENT_MARKS.finditer(scan.text, at):
+        depth += 1 if m.group() == "/*" else -1
+        if depth == 0:
+            return m.end()
+    return len(scan.text)
+
+
 _RUBY_DOC = _pattern(r".*?(?:^=end\b|\Z)")
 _LUA_COMMENT = _closing_text(lambda o: "]" + "=" * o.count("=") + "]")
 # Comments: data where they span lines (a block of docs), but not on one line, where they are
 # as often code commented out (`# password = get_password()`), a variable's name as before.
-_COMMENTS = frozenset({_LINE_COMMENT, _BLOCK_COMMENT, _RUBY_DOC, _LUA_COMMENT})
+_COMMENTS = frozenset({_LINE_COMMENT, _BLOCK_COMMENT, _nested_comment, _RUBY_DOC, _LUA_COMMENT})
 _C_COMMENTS = [("//", _LINE_COMMENT), (r"/\*", _BLOCK_COMMENT)]
+_NESTED_COMMENTS = [("//", _LINE_COMMENT), (r"/\*", _nested_comment)]
 _C_CHAR = ("'", _escaped("'", spans_lines=False))
 _DQ = ('"', _escaped('"', spans_lines=False))
 _DQ_SPANNING = ('"', _escaped('"', spans_lines=True))
@@ -237,7 +253,7 @@ _JAVASCRIPT = _family([*_C_COMMENTS, _REGEX_LITERAL, ("`", _TEMPLATE), _DQ, _C_C
 _GO = _family([*_C_COMMENTS, ("`", _until("`")), _DQ, _C_CHAR])
 _RUST = _family(
     [
-        *_C_COMMENTS,
+        *_NESTED_COMMENTS,
         (r"\bb?r#*\"", _RAW_RUST),
         _DQ_SPANNING,
         # A char literal; any other quote is a lifetime (`&'a str`) and opens nothing.
@@ -245,17 +261,17 @@ _RUST = _family(
     ]
 )
 # Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
-# C#'s verbatim @"…" and $@"…" (a doubled quote inside).
-_JVM_LIKE = _family(
-    [
-        *_C_COMMENTS,
-        _TRIPLE_DQ,
-        _TRIPLE_SQ,
-        (r'\$?@\$?"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')),
-        _DQ,
-        _C_CHAR,
-    ]
-)
+# C#'s verbatim @"…" and $@"…" (a doubled quote inside). Kotlin, Scala, Swift and Dart nest
+# their block comments, as Rust does; Java, Groovy and C# do not.
+_JVM_RULES = [
+    _TRIPLE_DQ,
+    _TRIPLE_SQ,
+    (r'\$?@\$?"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')),
+    _DQ,
+    _C_CHAR,
+]
+_JVM_LIKE = _family([*_C_COMMENTS, *_JVM_RULES])
+_JVM_NESTING = _family([*_NESTED_COMMENTS, *_JVM_RULES])
 _RUBY = _family(
     [
         (r"^=begin\b", _RUBY_DOC),
@@ -295,8 +311,8 @@ _FAMILY_BY_EXT = {
     ".js": _JAVASCRIPT, ".mjs": _JAVASCRIPT, ".cjs": _JAVASCRIPT, ".jsx": _JAVASCRIPT,
     ".ts": _JAVASCRIPT, ".mts": _JAVASCRIPT, ".cts": _JAVASCRIPT, ".tsx": _JAVASCRIPT,
     ".go": _GO, ".rs": _RUST,
-    ".java": _JVM_LIKE, ".kt": _JVM_LIKE, ".kts": _JVM_LIKE, ".scala": _JVM_LIKE,
-    ".groovy": _JVM_LIKE, ".gradle": _JVM_LIKE, ".swift": _JVM_LIKE, ".dart": _JVM_LIKE,
+    ".java": _JVM_LIKE, ".kt": _JVM_NESTING, ".kts": _JVM_NESTING, ".scala": _JVM_NESTING,
+    ".groovy": _JVM_LIKE, ".gradle": _JVM_LIKE, ".swift": _JVM_NESTING, ".dart": _JVM_NESTING,
     ".cs": _JVM_LIKE,
     ".rb": _RUBY, ".rake": _RUBY, ".gemspec": _RUBY, ".php": _PHP, ".lua": _LUA,
 }  # fmt: skip
