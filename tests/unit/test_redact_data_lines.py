@@ -390,3 +390,29 @@ def test_a_block_comment_that_does_not_nest_closes_at_its_first_end() -> None:
     # Java's and C's do not: the code after the first `*/` is code.
     for path in ("src/A.java", "src/a.c", "src/a.go", "src/a.js"):
         assert VARIABLE in masked(path, f"/* a /* b */\nsession_token = {VARIABLE}\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # C#'s raw string literals close on as many quotes as opened them: fewer stand inside.
+        ("src/a.cs", f'var s = """"\n""" inner\napi_key = {VALUE}\n"""";\n'),
+        ("src/b.cs", f'var s = $$"""""\n"""" {{{{x}}}}\napi_key = {VALUE}\n""""";\n'),
+        # Swift's raw multi-line string closes on the quotes and as many `#`.
+        ("src/c.swift", f'let s = #"""\n"""\napi_key = {VALUE}\n"""#\n'),
+    ],
+)
+def test_a_run_of_fewer_quotes_does_not_close_a_raw_string(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+
+
+def test_code_after_a_closed_raw_string_stays_code() -> None:
+    assert VARIABLE in masked(
+        "src/a.cs", f'var s = """"\na\n"""";\nvar session_token = {VARIABLE};\n'
+    )
+    assert VARIABLE in masked(
+        "src/b.swift", f'let s = #"""\na\n"""#\nlet session_token = {VARIABLE}\n'
+    )
+    assert VARIABLE in masked(
+        "src/C.java", f'String s = """\na\n""";\nString session_token = {VARIABLE};\n'
+    )

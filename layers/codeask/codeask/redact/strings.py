@@ -12,6 +12,7 @@ comment left open runs to the end of the file.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -263,8 +264,27 @@ _RUST = _family(
 # Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
 # C#'s verbatim @"…" and $@"…" (a doubled quote inside). Kotlin, Scala, Swift and Dart nest
 # their block comments, as Rust does; Java, Groovy and C# do not.
+
+
+@functools.lru_cache(maxsize=64)
+def _run_closer(quotes: int, hashes: int) -> Closer:
+    if hashes:  # a raw string: no escapes
+        return _pattern(rf'.*?(?:"{{{quotes},}}{"#" * hashes}|\Z)')
+    shorter = rf'"{{1,{quotes - 1}}}(?!")'
+    return _pattern(rf'(?:[^"\\]|\\.|{shorter})*+(?:"{{{quotes},}}|\Z)')
+
+
+def _quote_run(scan: _Scan, opener: str, at: int) -> int | None:
+    """A string opened by three quotes or more: C#'s raw string literal (any count of quotes,
+    closed by as many: four let three stand inside), Swift's raw string (`#` before the quotes,
+    closed by the quotes and as many `#`), a text block or Kotlin raw string (three). A run of
+    fewer quotes inside does not close it."""
+    hashes = opener.count("#")
+    return _run_closer(len(opener) - hashes, hashes)(scan, opener, at)
+
+
 _JVM_RULES = [
-    _TRIPLE_DQ,
+    (r'#*"{3,}', _quote_run),
     _TRIPLE_SQ,
     (r'\$?@\$?"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')),
     _DQ,
