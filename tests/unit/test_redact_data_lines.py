@@ -416,3 +416,17 @@ def test_code_after_a_closed_raw_string_stays_code() -> None:
     assert VARIABLE in masked(
         "src/C.java", f'String s = """\na\n""";\nString session_token = {VARIABLE};\n'
     )
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # Heredocs opened on one line have their bodies one after the other.
+        ("src/a.rb", f"f(<<~A, <<~B)\n  a\nA\n  api_key = {VALUE}\nB\n"),
+        ("src/b.rb", f"f(<<~A, <<-B, <<C)\n  a\nA\n b\n B\napi_key = {VALUE}\nC\n"),
+    ],
+)
+def test_every_heredoc_opened_on_a_line_is_read(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+    # A shift after a heredoc opens nothing more.
+    assert VARIABLE in masked(path, f"f(<<~A, x <<y)\n  a\nA\nsession_token = {VARIABLE}\n")

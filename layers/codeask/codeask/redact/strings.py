@@ -94,21 +94,36 @@ _LUA_LONG = _closing_text(lambda o: "]" + "=" * o.count("=") + "]")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
-def _heredoc(*, required: bool) -> Closer:
+def _heredoc(opener: str, *, required: bool) -> Closer:
     """A heredoc's body: from the next line to the first line after it holding only its word.
     `required`: with no such line the opener still opens one, to the end (PHP's `<<<`); else it
-    was no heredoc (Ruby's `<<` is also a shift)."""
+    was no heredoc (Ruby's `<<` is also a shift). Heredocs opened on one line (`f(<<~A, <<~B)`)
+    have their bodies one after the other: the token runs to the end of the last."""
+    more = re.compile(opener)
 
-    def close(scan: _Scan, opener: str, at: int) -> int | None:
-        found = _WORD.search(opener)
-        body = scan.text.find("\n", at)
-        ends = scan.word_lines(found.group()) if found is not None and body >= 0 else []
-        i = bisect.bisect_right(ends, body)
-        if i < len(ends):
-            return ends[i]
-        return len(scan.text) if required else None
+    def close(scan: _Scan, first: str, at: int) -> int | None:
+        line_end = scan.text.find("\n", at)
+        end = _body_end(scan, first, line_end)
+        if end is None:
+            return len(scan.text) if required else None
+        for m in more.finditer(scan.text, at, line_end):
+            after = _body_end(scan, m.group(), end)
+            if after is None and required:
+                return len(scan.text)
+            end = end if after is None else after
+        return end
 
     return close
+
+
+def _body_end(scan: _Scan, opener: str, after: int) -> int | None:
+    """The end of the first line after offset `after` holding only the opener's word."""
+    found = _WORD.search(opener)
+    if found is None or after < 0:
+        return None
+    ends = scan.word_lines(found.group())
+    i = bisect.bisect_right(ends, after)
+    return ends[i] if i < len(ends) else None
 
 
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -292,11 +307,12 @@ _JVM_RULES = [
 ]
 _JVM_LIKE = _family([*_C_COMMENTS, *_JVM_RULES])
 _JVM_NESTING = _family([*_NESTED_COMMENTS, *_JVM_RULES])
+_RUBY_HEREDOC = r"<<[~-]?(?P<hq>[\"'`]?)[A-Za-z_]\w*(?P=hq)"
 _RUBY = _family(
     [
         (r"^=begin\b", _RUBY_DOC),
         ("#", _LINE_COMMENT),
-        (r"<<[~-]?(?P<hq>[\"'`]?)[A-Za-z_]\w*(?P=hq)", _heredoc(required=False)),
+        (_RUBY_HEREDOC, _heredoc(_RUBY_HEREDOC, required=False)),
         # A percent literal: a type letter and any delimiter, or a bare % and a bracket where
         # an operand is expected (`x %(y)` with no space is not a modulo in Ruby either).
         (r"%[qQwWiIrsx][^\w\s]|(?<=[\s(=,\[])%[({\[<|!]", _percent),
@@ -305,11 +321,12 @@ _RUBY = _family(
         _SQ_SPANNING,
     ]
 )
+_PHP_HEREDOC = r"<<<[ \t]*(?P<hq>[\"']?)[A-Za-z_]\w*(?P=hq)"
 _PHP = _family(
     [
         *_C_COMMENTS,
         ("#", _LINE_COMMENT),
-        (r"<<<[ \t]*(?P<hq>[\"']?)[A-Za-z_]\w*(?P=hq)", _heredoc(required=True)),
+        (_PHP_HEREDOC, _heredoc(_PHP_HEREDOC, required=True)),
         ('"', _Interpolated('"', r"\{\$|\$\{", rf"//[^\n]*|/\*.*?(?:\*/|\Z)|{_SPANNING_SQ}")),
         _SQ_SPANNING,
     ]
