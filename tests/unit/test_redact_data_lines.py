@@ -430,3 +430,21 @@ def test_every_heredoc_opened_on_a_line_is_read(path: str, text: str) -> None:
     assert VALUE not in masked(path, text)
     # A shift after a heredoc opens nothing more.
     assert VARIABLE in masked(path, f"f(<<~A, x <<y)\n  a\nA\nsession_token = {VARIABLE}\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"def s = $/\napi_key = {VALUE}\n/$\n",
+        f"def s = /\napi_key = {VALUE}\n/\n",
+        f"def s = /a\napi_key = {VALUE}\nb/\n",
+    ],
+)
+def test_a_groovy_slashy_string_spans_lines(text: str) -> None:
+    assert VALUE not in masked("build.gradle", text)
+    assert VALUE not in masked("src/a.groovy", text)
+
+
+def test_groovy_division_opens_no_slashy_string() -> None:
+    text = f"def x = a / b\nsession_token = {VARIABLE}\ndef y = c / d\n"
+    assert VARIABLE in masked("src/a.groovy", text)

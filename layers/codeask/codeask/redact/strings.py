@@ -202,9 +202,9 @@ _TRIPLE_SQ = ("'''", _triple("'''"))
 # but at most two: a class that never closes then fails at the third slash, not at the line's
 # end, so a line of `=/[a/` openers costs linear time, not a scan to the end from each one.
 _CLASS = r"\[(?:[^\]\\\n/]|\\.)*+(?:/(?:[^\]\\\n/]|\\.)*+){0,2}\]"
+_OPERAND = r"(?:(?<=[(,=:\[!&|?{};~+\-*%<>^])|(?<=\breturn)|(?<=\bwhen)|(?<=\bif)|^)[ \t]*"
 _REGEX_LITERAL = (
-    r"(?:(?<=[(,=:\[!&|?{};~+\-*%<>^])|(?<=\breturn)|(?<=\bwhen)|(?<=\bif)|^)[ \t]*"
-    r"/(?![/*\s])(?:[^/\\\n\[]|\\.|" + _CLASS + r")+/",
+    _OPERAND + r"/(?![/*\s])(?:[^/\\\n\[]|\\.|" + _CLASS + r")+/",
     _whole,
 )
 
@@ -306,6 +306,16 @@ _JVM_RULES = [
     _C_CHAR,
 ]
 _JVM_LIKE = _family([*_C_COMMENTS, *_JVM_RULES])
+# Groovy's slashy strings span lines: `/…/` where an operand is expected (as a regex literal
+# is read), `$/…/$` anywhere.
+_GROOVY = _family(
+    [
+        *_C_COMMENTS,
+        (r"\$/", _until("/$")),
+        (_OPERAND + r"/(?![/*])", _pattern(r"(?:[^/\\]|\\.)*(?:/|\Z)")),
+        *_JVM_RULES,
+    ]
+)
 _JVM_NESTING = _family([*_NESTED_COMMENTS, *_JVM_RULES])
 _RUBY_HEREDOC = r"<<[~-]?(?P<hq>[\"'`]?)[A-Za-z_]\w*(?P=hq)"
 _RUBY = _family(
@@ -349,7 +359,7 @@ _FAMILY_BY_EXT = {
     ".ts": _JAVASCRIPT, ".mts": _JAVASCRIPT, ".cts": _JAVASCRIPT, ".tsx": _JAVASCRIPT,
     ".go": _GO, ".rs": _RUST,
     ".java": _JVM_LIKE, ".kt": _JVM_NESTING, ".kts": _JVM_NESTING, ".scala": _JVM_NESTING,
-    ".groovy": _JVM_LIKE, ".gradle": _JVM_LIKE, ".swift": _JVM_NESTING, ".dart": _JVM_NESTING,
+    ".groovy": _GROOVY, ".gradle": _GROOVY, ".swift": _JVM_NESTING, ".dart": _JVM_NESTING,
     ".cs": _JVM_LIKE,
     ".rb": _RUBY, ".rake": _RUBY, ".gemspec": _RUBY, ".php": _PHP, ".lua": _LUA,
 }  # fmt: skip
