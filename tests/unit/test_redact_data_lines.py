@@ -448,3 +448,19 @@ def test_a_groovy_slashy_string_spans_lines(text: str) -> None:
 def test_groovy_division_opens_no_slashy_string() -> None:
     text = f"def x = a / b\nsession_token = {VARIABLE}\ndef y = c / d\n"
     assert VARIABLE in masked("src/a.groovy", text)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f'API_KEY = """{VALUE}',
+        f"api_key = '''{VALUE}'''",
+        f'api_key = r"""{VALUE}"""  # raw',
+    ],
+)
+def test_a_triple_quoted_value_opened_on_its_names_line_is_judged(line: str) -> None:
+    # Read as `""` and a quote, the value was empty: the gate itself showed the line.
+    assert VALUE not in scan(line)[0]
+    assert VALUE not in masked("src/a.py", f'{line}\n"""\n')
+    # Prose in a triple-quoted string is no secret.
+    assert scan('auth_token = """The token for the API."""')[0].endswith('API."""')

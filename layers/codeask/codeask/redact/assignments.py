@@ -229,7 +229,11 @@ _TAIL = r"""
     (?:(?P<scheme>bearer|basic|token)[ \t]+)?   # HTTP auth scheme stays visible
     (?:[rbu]{1,2}(?=["']))?                     # Python string prefix
     (?:
-        "(?P<dq>(?:[^"\\\n]|\\.)*)"             # double-quoted, escapes allowed
+        # A triple-quoted string, read to its closing or to the line's end: the first line of
+        # a string that spans lines is its value's first line (three quotes, then the secret).
+        "{3}(?P<tdq>(?:[^"\\\r\n]|\\.|"(?!""))*)(?:"{3}|(?=\r?\n)|\Z)
+      | '{3}(?P<tsq>(?:[^'\\\r\n]|\\.|'(?!''))*)(?:'{3}|(?=\r?\n)|\Z)
+      | "(?P<dq>(?:[^"\\\n]|\\.)*)"             # double-quoted, escapes allowed
       | '(?P<sq>[^'\n]*)'
       | `(?P<bq>[^`\n]*)`
       | (?P<uv>VALUE)                           # bare value
@@ -256,7 +260,7 @@ _CODE_ASSIGNMENTS = _compile(_CODE_VALUE)
 _WORD_ASSIGNMENTS = _compile(_WORD_VALUE)
 _LINE_ASSIGNMENTS = _compile(_LINE_VALUE)
 LINE_SYNTAXES = frozenset({"yaml", "ini", "make"})
-_QUOTED = ("dq", "sq", "bq")
+_QUOTED = ("tdq", "tsq", "dq", "sq", "bq")
 
 # No two adjacent quantifiers share characters, so a long indent cannot cause backtracking.
 _LINE_LEAD = re.compile(
