@@ -464,3 +464,40 @@ def test_a_triple_quoted_value_opened_on_its_names_line_is_judged(line: str) -> 
     assert VALUE not in masked("src/a.py", f'{line}\n"""\n')
     # Prose in a triple-quoted string is no secret.
     assert scan('auth_token = """The token for the API."""')[0].endswith('API."""')
+
+
+# A secret-named key whose value sits on the line below: wrapped (as black wraps a long string),
+# a string spanning lines opened after the name, a JSON or YAML key with its value below.
+VALUE_BELOW = {
+    "src/wrapped.py": f'SECRET_KEY = (\n    "{VALUE}"\n)\n',
+    "src/triple.py": f'API_KEY = """\n{VALUE}\n"""\n',
+    "src/template.js": f"const apiKey = `\n{VALUE}\n`;\n",
+    "src/next.js": f'const apiKey =\n  "{VALUE}";\n',
+    "src/raw.go": f"var apiKey = `\n{VALUE}\n`\n",
+    "src/dict.py": f'x = {{\n  "api_key":\n    "{VALUE}",\n}}\n',
+    "conf/app.json": f'{{"api_key":\n  "{VALUE}"}}\n',
+    "README.md": f"```yaml\napi_key: |\n  {VALUE}\n```\n\n```yaml\nauth_token:\n  {VALUE}\n```\n",
+}
+
+
+@pytest.mark.parametrize("path", sorted(VALUE_BELOW))
+def test_a_value_on_the_line_below_its_secret_name_is_masked(path: str) -> None:
+    shown = masked(path, VALUE_BELOW[path])
+    assert VALUE not in shown
+    assert "[REDACTED:secret-assignment]" in shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"if session_token:\n    return {VARIABLE}\n",
+        f"session_token = (\n    {VARIABLE}\n)\n",  # in code a bare word is a variable
+        "api_key = (\n    settings.API_KEY\n)\n",
+        'auth_token = (\n    "The token for the API."\n)\n',
+        'secret_key = (\n    os.environ["SECRET_KEY"]\n)\n',
+        "for key in keys:\n    print(key)\n",
+        'headers = {\n    "Authorization":\n        f"Bearer {token}",\n}\n',
+    ],
+)
+def test_code_below_a_secret_name_that_holds_no_value_stays_visible(text: str) -> None:
+    assert masked("src/code.py", text) == text

@@ -326,7 +326,8 @@ def _before_comment(text: str, start: int, end: int) -> int:
     return start + len(text[start:end].rstrip(" \t\r"))
 
 
-def _name_start(text: str, at: int) -> int:
+def key_start(text: str, at: int) -> int:
+    """Where the name running up to offset `at` begins (a CLI flag's dashes left out)."""
     while at > 0 and text[at - 1] in _NAME_CHARS:
         at -= 1
     while at < len(text) and text[at] == "-":
@@ -366,7 +367,7 @@ def assignment_spans(
                 and not m.group("scheme")
             ):
                 continue  # `secretsmanager:GetSecretValue`, ARNs: a colon with no space is not YAML
-            name_start = _name_start(low, m.start())  # folded: `αpi_key`
+            name_start = key_start(low, m.start())  # folded: `αpi_key`
             if op == ">" and (
                 name_start == 0 or text[name_start - 1] != "<" or not low.startswith("</", end)
             ):

@@ -6,7 +6,7 @@ import bisect
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 from codeask.redact.assignments import (
@@ -15,6 +15,7 @@ from codeask.redact.assignments import (
     assignment_spans,
     is_secret_value,
     judge_name,
+    key_start,
     netrc_spans,
 )
 from codeask.redact.encoded import encoded_key_spans
@@ -508,7 +509,9 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
             spans += region.original(find_spans(region.text))
         low = lowercase(masked)
         spans += netrc_spans(masked, low)  # an entry over several lines
-        spans += _data_spans(masked, low, "" if cut else path)
+        ranges = _lazy_ranges(masked, "" if cut else path)
+        spans += _data_spans(masked, low, ranges)
+        spans += _value_below_spans(masked, low, ranges)
     spans += owned
     if spans:
         masked = replace(masked, settle(spans))
@@ -520,7 +523,95 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
     return out, dict(count_markers(masked) - count_markers(text))
 
 
-def _data_spans(text: str, low: str, path: str) -> list[Span]:
+# A line that ends with a secret's name and an assignment, its value left for the line below: a
+# wrapped assignment (`api_key = (` then `"…"`, as black writes a long one), a string spanning
+# lines opened after the name (three quotes, a JS template, a Go raw string), a JSON or YAML key
+# with its value below. Found from the name's keyword (on the lowercased text), possessively, so
+# that a long name or a blank run costs one pass. search/unmasked.py reads the same pattern as a
+# sign that a file does not stand alone.
+VALUE_BELOW = re.compile(
+    r"(?:pass|pwd|secret|token|key|auth|cred)[\w.-]*+[\"'\]]?[ \t]*+(?P<op>:=|=>|=|:)[ \t]*+"
+    r"(?P<open>\(|\[|\{|[rbuf]{0,2}(?:\"\"\"|'''|`)|[|>][-+0-9]*)?[ \t]*+\r?$",
+    re.MULTILINE,
+)
+_STRING_OPENERS = ('"""', "'''", "`")
+_QUOTED_BELOW = re.compile(r"""[rbuf]{0,2}(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|`([^`\n]*)`)""")
+_BARE_BELOW = re.compile(r"[^\s\"'`,;&)\]}<>]+")
+_BELOW_LINES = 3  # blank lines may stand between the name and its value
+
+
+def _value_below_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]:
+    """Values on the line below a secret-named key (VALUE_BELOW): a quoted literal, the first
+    line of a string opened after the name, or a bare word (a literal only on a data line:
+    `ranges` gives them, scanned only when asked)."""
+    spans: list[Span] = []
+    for m in VALUE_BELOW.finditer(low):
+        verdict = _below_name(text, low, m)
+        line_end = text.find("\n", m.end())
+        if verdict is None or line_end < 0:
+            continue
+        found = _value_line(text, line_end + 1, m.group("open") or "")
+        if found is None:
+            continue
+        start, end, quoted = found
+        literal = quoted or _inside(ranges(), start)
+        if is_secret_value(
+            text[start:end], quoted=quoted, literal=literal, name=verdict, config=False
+        ):
+            spans.append((start, end, "secret-assignment"))
+    return spans
+
+
+def _below_name(text: str, low: str, m: re.Match[str]) -> NameVerdict | None:
+    """The verdict on the name a VALUE_BELOW match ends with (judged as written: `passThrough`
+    is two words, `passthrough` one)."""
+    return judge_name(text[key_start(low, m.start()) : m.start("op")].rstrip(" \t\"']"))
+
+
+def has_value_below(text: str, low: str) -> bool:
+    """Whether a line of the file names a secret whose value is left for the line below: a
+    search cannot judge that value's line alone."""
+    return any(_below_name(text, low, m) is not None for m in VALUE_BELOW.finditer(low))
+
+
+def _value_line(text: str, at: int, opener: str) -> tuple[int, int, bool] | None:
+    """The value on the first non-blank line from offset `at`, as (start, end, quoted): inside
+    a string opened above, the line up to the string's end; else a quoted literal or a word."""
+    for _ in range(_BELOW_LINES):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[at:end].rstrip(" \t\r")
+        content = len(line) - len(line.lstrip(" \t"))
+        if content < len(line):
+            delim = next((d for d in _STRING_OPENERS if opener.endswith(d)), "")
+            if delim or opener[:1] in ("|", ">"):
+                close = line.find(delim, content) if delim else -1
+                return at + content, at + (len(line) if close < 0 else close), True
+            if (q := _QUOTED_BELOW.match(line, content)) is not None:
+                group = next(g for g in (1, 2, 3) if q.group(g) is not None)
+                return at + q.start(group), at + q.end(group), True
+            if (b := _BARE_BELOW.match(line, content)) is not None:
+                return at + b.start(), at + b.end(), False
+            return None
+        if end >= len(text):
+            return None
+        at = end + 1
+    return None
+
+
+def _lazy_ranges(text: str, path: str) -> Callable[[], Ranges]:
+    """The file's data ranges (redact.strings), scanned on first need: most files need none."""
+    found: list[Ranges] = []
+
+    def ranges() -> Ranges:
+        if not found:
+            found.append(data_ranges(text, path))
+        return found[0]
+
+    return ranges
+
+
+def _data_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]:
     """The assignments that are secrets only when read as data, on the lines that are data (the
     rest the gate finds line by line, as it always did). A value continued with a backslash
     (`api_key = \\` then the value on the next line, in a docstring or a README) is judged
@@ -532,8 +623,7 @@ def _data_spans(text: str, low: str, path: str) -> list[Span]:
         found += region.original(_only_as_data(region.text, lowercase(region.text)))
     if not found:
         return []
-    ranges = data_ranges(text, path)
-    return [span for span in found if _inside(ranges, span[0])]
+    return [span for span in found if _inside(ranges(), span[0])]
 
 
 def _only_as_data(text: str, low: str) -> list[Span]:
