@@ -501,3 +501,40 @@ def test_a_value_on_the_line_below_its_secret_name_is_masked(path: str) -> None:
 )
 def test_code_below_a_secret_name_that_holds_no_value_stays_visible(text: str) -> None:
     assert masked("src/code.py", text) == text
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # An HCL heredoc's body is text (a user_data script, a config template), though HCL
+        # reads an unquoted value outside one as an expression.
+        (
+            "infra/main.tf",
+            f'resource "x" "y" {{\n  user_data = <<-EOT\n    api_key = {VALUE}\n  EOT\n}}\n',
+        ),
+        ("jobs/app.nomad", f"template {{\n  data = <<EOT\napi_key = {VALUE}\nEOT\n}}\n"),
+        # A YAML key's plain scalar on the line below it.
+        ("deploy/values.yaml", f"api_key:\n  {VALUE}\n"),
+        ("compose.yml", f"services:\n  app:\n    auth_token:\n      {VALUE}\n"),
+    ],
+)
+def test_config_data_its_own_rules_left_is_masked(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (
+            "infra/main.tf",
+            "user_data = <<-EOT\n  api_key = ${var.api_key}\nEOT\npassword = var.db_password\n",
+        ),
+        (
+            "deploy/values.yaml",
+            "secrets:\n  db_password:\n    file: ./db_password.txt\napi_token:\n  ${API_TOKEN}\n",
+        ),
+        ("deploy/values.yaml", "auth:\n  token_file: /x\ncredentials:\n  - name: foo\n"),
+    ],
+)
+def test_config_structure_below_a_secret_name_stays_visible(path: str, text: str) -> None:
+    assert masked(path, text) == text

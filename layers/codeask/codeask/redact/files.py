@@ -503,6 +503,7 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
     if syntax is not None:
         region = _Joined(masked, 0, len(masked))
         spans += region.original(find_spans(region.text, syntax))
+        spans += _config_data_spans(masked, syntax, path)
     else:
         for start, end in _continued_regions(masked):
             region = _Joined(masked, start, end)
@@ -537,6 +538,7 @@ VALUE_BELOW = re.compile(
 _STRING_OPENERS = ('"""', "'''", "`")
 _QUOTED_BELOW = re.compile(r"""[rbuf]{0,2}(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|`([^`\n]*)`)""")
 _BARE_BELOW = re.compile(r"[^\s\"'`,;&)\]}<>]+")
+_ENTRY_AFTER = re.compile(r".?[ \t]*(?::|=|=>)(?:[ \t]|$)")
 _BELOW_LINES = 3  # blank lines may stand between the name and its value
 
 
@@ -590,13 +592,27 @@ def _value_line(text: str, at: int, opener: str) -> tuple[int, int, bool] | None
             if (q := _QUOTED_BELOW.match(line, content)) is not None:
                 group = next(g for g in (1, 2, 3) if q.group(g) is not None)
                 return at + q.start(group), at + q.end(group), True
-            if (b := _BARE_BELOW.match(line, content)) is not None:
-                return at + b.start(), at + b.end(), False
-            return None
+            b = _BARE_BELOW.match(line, content)
+            if b is None or _ENTRY_AFTER.match(line, b.end() - 1) is not None:
+                return None  # an entry of its own (`token: x`, `a = b`): a mapping below
+            return at + b.start(), at + b.end(), False
         if end >= len(text):
             return None
         at = end + 1
     return None
+
+
+def _config_data_spans(text: str, syntax: str, path: str) -> list[Span]:
+    """What a config language's own rules leave to data: an HCL heredoc's lines (HCL reads an
+    unquoted value as an expression, but a heredoc's body is text: `api_key = Xy7…` in a
+    user_data script), and a YAML key's plain value on the line below it."""
+    if syntax == "hcl":
+        low = lowercase(text)
+        return _data_spans(text, low, _lazy_ranges(text, path))
+    if syntax == "yaml":
+        low = lowercase(text)
+        return _value_below_spans(text, low, lambda: [(0, len(text))])
+    return []
 
 
 def _lazy_ranges(text: str, path: str) -> Callable[[], Ranges]:

@@ -341,6 +341,17 @@ _PHP = _family(
         _SQ_SPANNING,
     ]
 )
+# HCL (Terraform, Nomad): a heredoc's lines (`<<EOT`, `<<-EOT` indented) are data, a user_data
+# script or a config file's template; a quoted string stays on its line.
+_HCL_HEREDOC = r"<<-?[ \t]*\"?[A-Za-z_]\w*\"?(?=[ \t]*\r?$)"
+_HCL = _family(
+    [
+        *_C_COMMENTS,
+        ("#", _LINE_COMMENT),
+        (_HCL_HEREDOC, _heredoc(_HCL_HEREDOC, required=True)),
+        _DQ,
+    ]
+)
 _LUA = _family(
     [
         (r"--\[=*\[", _LUA_COMMENT),
@@ -362,6 +373,7 @@ _FAMILY_BY_EXT = {
     ".groovy": _GROOVY, ".gradle": _GROOVY, ".swift": _JVM_NESTING, ".dart": _JVM_NESTING,
     ".cs": _JVM_LIKE,
     ".rb": _RUBY, ".rake": _RUBY, ".gemspec": _RUBY, ".php": _PHP, ".lua": _LUA,
+    ".tf": _HCL, ".hcl": _HCL, ".tfvars": _HCL, ".nomad": _HCL,
 }  # fmt: skip
 _FAMILY_BY_NAME = {"rakefile": _RUBY, "gemfile": _RUBY, "vagrantfile": _RUBY}
 
