@@ -538,3 +538,25 @@ def test_config_data_its_own_rules_left_is_masked(path: str, text: str) -> None:
 )
 def test_config_structure_below_a_secret_name_stays_visible(path: str, text: str) -> None:
     assert masked(path, text) == text
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("README.md", f"| Name | Value |\n|---|---|\n| `DB_PASSWORD` | `{VALUE}` |\n"),
+        ("docs/staging.md", f"| api_key | {VALUE} | staging |\n"),
+        ("src/doc.py", f'DOC = """\n| api_key | {VALUE} |\n"""\n'),
+    ],
+)
+def test_a_secret_in_a_table_row_of_prose_is_masked(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+    # A search hit on the row in a file that stands alone is judged on the whole file.
+    assert not line_alone(f"| api_key | {VALUE} |")
+
+
+def test_a_table_that_documents_secrets_stays_visible() -> None:
+    text = (
+        "| Name | Type | Description |\n|---|---|---|\n"
+        "| api_key | string | Your API key |\n| auth_token | str | None |\n"
+    )
+    assert masked("README.md", text) == text

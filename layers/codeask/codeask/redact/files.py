@@ -643,12 +643,40 @@ def _data_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]
 
 
 def _only_as_data(text: str, low: str) -> list[Span]:
-    """The assignments in `text` that are secrets read as data but not read as code."""
+    """The secrets in `text` read as data but not read as code: assignments with a bare value,
+    and table rows (table_spans)."""
     found = list(assignment_spans(text, low, data=True))
-    if not found:
-        return []
-    as_code = {span[:2] for span in assignment_spans(text, low)}
-    return [span for span in found if span[:2] not in as_code]
+    if found:
+        as_code = {span[:2] for span in assignment_spans(text, low)}
+        found = [span for span in found if span[:2] not in as_code]
+    return found + table_spans(text, low)
+
+
+# A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell
+# that names a secret is followed by its value's cell. Only rows with a secret's word are split.
+_TABLE_ROW = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*\r?$", re.MULTILINE)
+_SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|auth|cred")
+_CELL = re.compile(r"(?:[^|\\\n]|\\.)+")
+
+
+def table_spans(text: str, low: str) -> list[Span]:
+    """Values in the cell after a secret-named cell of a table row (data lines only: in code a
+    `|` is an operator)."""
+    spans: list[Span] = []
+    for row in _TABLE_ROW.finditer(low):
+        if _SECRET_WORD.search(low, row.start(), row.end()) is None:
+            continue
+        cells = list(_CELL.finditer(text, row.start(), row.end()))
+        for name, value in zip(cells, cells[1:], strict=False):
+            verdict = judge_name(name.group().strip(" \t`*"))
+            lead = len(value.group()) - len(value.group().lstrip(" \t`"))
+            shown = value.group().strip(" \t`\r")
+            if verdict is not None and is_secret_value(
+                shown, quoted=True, literal=True, name=verdict, config=False
+            ):
+                start = value.start() + lead
+                spans.append((start, start + len(shown), "secret-assignment"))
+    return spans
 
 
 def _inside(ranges: Ranges, at: int) -> bool:
@@ -659,9 +687,7 @@ def _inside(ranges: Ranges, at: int) -> bool:
 def masks_more_as_data(line: str) -> bool:
     """Whether a line of code would show a secret if it were data: a search that judges its hit
     on the line alone must then judge it on the whole file (mask_file), which knows if it is."""
-    low = lowercase(line)
-    data = {span[:2] for span in assignment_spans(line, low, data=True)}
-    return bool(data) and not data <= {span[:2] for span in assignment_spans(line, low)}
+    return bool(_only_as_data(line, lowercase(line)))
 
 
 def _to_spans(starts: list[int], pieces: list[Piece], kind: str) -> list[Span]:
