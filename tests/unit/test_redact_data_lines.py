@@ -560,3 +560,19 @@ def test_a_table_that_documents_secrets_stays_visible() -> None:
         "| api_key | string | Your API key |\n| auth_token | str | None |\n"
     )
     assert masked("README.md", text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # An apostrophe in PHP's inline HTML opens no string: read as one, the string below
+        # closes early and its lines read as code.
+        f"<p>Don't</p>\n<?php $s = '\napi_key = {VALUE}\n'; ?>\n",
+        f"<?php $a = 1; ?>\n<p>Don't</p>\n<?= $s = '\napi_key = {VALUE}\n' ?>\n",
+        # Inline HTML is prose: data.
+        f"<?php $a = 1; ?>\n<p>api_key = {VALUE}</p>\n",
+    ],
+)
+def test_php_inline_html_is_text(text: str) -> None:
+    assert VALUE not in masked("views/page.php", text)
+    assert VARIABLE in masked("src/a.php", f"<?php\n$session_token = {VARIABLE};\n")

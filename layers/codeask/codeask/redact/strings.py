@@ -331,9 +331,21 @@ _RUBY = _family(
         _SQ_SPANNING,
     ]
 )
+_PHP_OPEN = re.compile(r"<\?(?:php\b|=)?", re.IGNORECASE)
+
+
+def _inline_html(scan: _Scan, _: str, at: int) -> int:
+    """PHP's inline HTML, from `?>` (or the file's start) to the next `<?php`, `<?=` or `<?`:
+    text, never code, so an apostrophe in it (`Don't`) opens no string; else the end."""
+    m = _PHP_OPEN.search(scan.text, at)
+    return len(scan.text) if m is None else m.start()
+
+
 _PHP_HEREDOC = r"<<<[ \t]*(?P<hq>[\"']?)[A-Za-z_]\w*(?P=hq)"
 _PHP = _family(
     [
+        # A file with no `<?` at all is a fragment of code, not a page.
+        (r"\A(?!<\?)(?=[\s\S]*?<\?)|\?>", _inline_html),
         *_C_COMMENTS,
         ("#", _LINE_COMMENT),
         (_PHP_HEREDOC, _heredoc(_PHP_HEREDOC, required=True)),
