@@ -576,3 +576,23 @@ def test_a_table_that_documents_secrets_stays_visible() -> None:
 def test_php_inline_html_is_text(text: str) -> None:
     assert VALUE not in masked("views/page.php", text)
     assert VARIABLE in masked("src/a.php", f"<?php\n$session_token = {VARIABLE};\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("README.md", f"```\nrequirepass {VALUE}\n```\n"),
+        ("src/doc.py", f'DOC = """\nmasterauth {VALUE}\n"""\n'),
+        ("docs/docker.md", f"```dockerfile\nENV API_KEY {VALUE}\n```\n"),
+    ],
+)
+def test_a_config_directive_on_a_data_line_is_masked(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+    assert not line_alone(f"    requirepass {VALUE}")
+
+
+@pytest.mark.parametrize(
+    "line", ["password reset", "Token expired", "api_key YOUR_API_KEY", "auth_token None"]
+)
+def test_two_words_of_prose_are_no_directive(line: str) -> None:
+    assert masked("README.md", f"{line}\n") == f"{line}\n"

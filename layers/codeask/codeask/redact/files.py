@@ -644,12 +644,33 @@ def _data_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]
 
 def _only_as_data(text: str, low: str) -> list[Span]:
     """The secrets in `text` read as data but not read as code: assignments with a bare value,
-    and table rows (table_spans)."""
+    table rows (table_spans) and config directives (directive_spans)."""
     found = list(assignment_spans(text, low, data=True))
     if found:
         as_code = {span[:2] for span in assignment_spans(text, low)}
         found = [span for span in found if span[:2] not in as_code]
-    return found + table_spans(text, low)
+    return found + table_spans(text, low) + directive_spans(text, low)
+
+
+# A config directive on a line of its own, a name and one word (`requirepass Xy7…` of a
+# redis.conf, Dockerfile's `ENV API_KEY Xy7…`), as data lines quote them: judged as code judges
+# a literal (a prose line of two words, `password reset`, is no secret).
+_DIRECTIVE = re.compile(
+    r"^[ \t]*+(?:env[ \t]++)?(?P<n>[a-z_][\w.-]*+)[ \t]++(?P<v>[^\s=:#;]\S*+)[ \t]*+\r?$",
+    re.MULTILINE,
+)
+
+
+def directive_spans(text: str, low: str) -> list[Span]:
+    spans: list[Span] = []
+    for m in _DIRECTIVE.finditer(low):
+        verdict = judge_name(text[m.start("n") : m.end("n")])
+        start, end = m.span("v")
+        if verdict is not None and is_secret_value(
+            text[start:end], quoted=True, literal=True, name=verdict, config=False
+        ):
+            spans.append((start, end, "secret-assignment"))
+    return spans
 
 
 # A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell
