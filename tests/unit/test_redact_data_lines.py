@@ -596,3 +596,20 @@ def test_a_config_directive_on_a_data_line_is_masked(path: str, text: str) -> No
 )
 def test_two_words_of_prose_are_no_directive(line: str) -> None:
     assert masked("README.md", f"{line}\n") == f"{line}\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["API Key: {}", "- **Secret Access Key**: `{}`", "Storage account key = {}", "Private key: {}"],
+)
+def test_a_label_in_words_naming_a_key_is_masked_on_data_lines(line: str) -> None:
+    assert VALUE not in masked("docs/staging.md", line.format(VALUE) + "\n")
+    assert VALUE not in masked("src/doc.py", 'DOC = """\n' + line.format(VALUE) + '\n"""\n')
+    assert not line_alone(line.format(VALUE))
+
+
+@pytest.mark.parametrize(
+    "line", ["Primary key: id", "Sort key: created_at", "API key: required", "Hot key: Ctrl2Shift"]
+)
+def test_a_label_naming_no_secret_key_stays_visible(line: str) -> None:
+    assert masked("README.md", f"{line}\n") == f"{line}\n"

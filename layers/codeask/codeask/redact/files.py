@@ -644,12 +644,13 @@ def _data_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]
 
 def _only_as_data(text: str, low: str) -> list[Span]:
     """The secrets in `text` read as data but not read as code: assignments with a bare value,
-    table rows (table_spans) and config directives (directive_spans)."""
+    table rows (table_spans), config directives (directive_spans) and labels in words naming a
+    key (label_spans)."""
     found = list(assignment_spans(text, low, data=True))
     if found:
         as_code = {span[:2] for span in assignment_spans(text, low)}
         found = [span for span in found if span[:2] not in as_code]
-    return found + table_spans(text, low) + directive_spans(text, low)
+    return found + table_spans(text, low) + directive_spans(text, low) + label_spans(text, low)
 
 
 # A config directive on a line of its own, a name and one word (`requirepass Xy7…` of a
@@ -664,6 +665,28 @@ _DIRECTIVE = re.compile(
 def directive_spans(text: str, low: str) -> list[Span]:
     spans: list[Span] = []
     for m in _DIRECTIVE.finditer(low):
+        verdict = judge_name(text[m.start("n") : m.end("n")])
+        start, end = m.span("v")
+        if verdict is not None and is_secret_value(
+            text[start:end], quoted=True, literal=True, name=verdict, config=False
+        ):
+            spans.append((start, end, "secret-assignment"))
+    return spans
+
+
+# A label in words naming a key, on a line of its own with its value (`API Key: Xy7…`, `Storage
+# account key = Xy7…`, a list item, in bold): a name with spaces, which the assignment rules
+# (names of one word) read as a lone `key`, never a secret's name.
+_KEY_LABEL = re.compile(
+    r"^[ \t]*+(?:[-*+][ \t]++)?[*_]{0,2}(?P<n>(?:[a-z][\w-]*+[ \t]++){1,3}keys?)[*_]{0,2}"
+    r"[ \t]*+[:=][*_]{0,2}[ \t]*+`?(?P<v>[^\s`]++)`?[ \t]*+\r?$",
+    re.MULTILINE,
+)
+
+
+def label_spans(text: str, low: str) -> list[Span]:
+    spans: list[Span] = []
+    for m in _KEY_LABEL.finditer(low):
         verdict = judge_name(text[m.start("n") : m.end("n")])
         start, end = m.span("v")
         if verdict is not None and is_secret_value(
