@@ -613,3 +613,9 @@ def test_a_label_in_words_naming_a_key_is_masked_on_data_lines(line: str) -> Non
 )
 def test_a_label_naming_no_secret_key_stays_visible(line: str) -> None:
     assert masked("README.md", f"{line}\n") == f"{line}\n"
+
+
+def test_a_list_below_a_secret_name_is_judged_as_on_one_line() -> None:
+    # Items of a list are not one value: `"DkimTokens": [` then `"…",` shows as its one-line form.
+    text = f'result = {{\n    "DkimTokens": [\n        "{VALUE.lower()}",\n    ]\n}}\n'
+    assert masked("src/fake.py", text) == text

@@ -527,12 +527,14 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
 # A line that ends with a secret's name and an assignment, its value left for the line below: a
 # wrapped assignment (`api_key = (` then `"…"`, as black writes a long one), a string spanning
 # lines opened after the name (three quotes, a JS template, a Go raw string), a JSON or YAML key
-# with its value below. Found from the name's keyword (on the lowercased text), possessively, so
-# that a long name or a blank run costs one pass. search/unmasked.py reads the same pattern as a
-# sign that a file does not stand alone.
+# with its value below. Not a list or a map opened after the name: their items are not one value,
+# as on one line (`"tokens": [` then `"…",` is judged as `"tokens": ["…"]` is). Found from the
+# name's keyword (on the lowercased text), possessively, so that a long name or a blank run
+# costs one pass. search/unmasked.py reads the same pattern as a sign that a file does not stand
+# alone.
 VALUE_BELOW = re.compile(
     r"(?:pass|pwd|secret|token|key|auth|cred)[\w.-]*+[\"'\]]?[ \t]*+(?P<op>:=|=>|=|:)[ \t]*+"
-    r"(?P<open>\(|\[|\{|[rbuf]{0,2}(?:\"\"\"|'''|`)|[|>][-+0-9]*)?[ \t]*+\r?$",
+    r"(?P<open>\(|[rbuf]{0,2}(?:\"\"\"|'''|`)|[|>][-+0-9]*)?[ \t]*+\r?$",
     re.MULTILINE,
 )
 _STRING_OPENERS = ('"""', "'''", "`")
