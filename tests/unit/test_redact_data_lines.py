@@ -619,3 +619,14 @@ def test_a_list_below_a_secret_name_is_judged_as_on_one_line() -> None:
     # Items of a list are not one value: `"DkimTokens": [` then `"…",` shows as its one-line form.
     text = f'result = {{\n    "DkimTokens": [\n        "{VALUE.lower()}",\n    ]\n}}\n'
     assert masked("src/fake.py", text) == text
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("src/a.rb", f"puts DATA.read\n__END__\napi_key = {VALUE}\n"),
+        ("src/b.php", f"<?php\n__HALT_COMPILER();\napi_key = {VALUE}\n"),
+    ],
+)
+def test_the_data_after_a_files_end_marker_is_data(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)

@@ -147,6 +147,12 @@ def _percent(scan: _Scan, opener: str, at: int) -> int:
     return len(scan.text)
 
 
+def _to_end(scan: _Scan, _: str, __: int) -> int:
+    """Ruby's `__END__` and PHP's `__halt_compiler();`: what follows is the file's data, never
+    code."""
+    return len(scan.text)
+
+
 def _whole(_: _Scan, __: str, at: int) -> int:
     return at  # the opener is the whole token
 
@@ -320,6 +326,7 @@ _JVM_NESTING = _family([*_NESTED_COMMENTS, *_JVM_RULES])
 _RUBY_HEREDOC = r"<<[~-]?(?P<hq>[\"'`]?)[A-Za-z_]\w*(?P=hq)"
 _RUBY = _family(
     [
+        (r"^__END__\r?$", _to_end),
         (r"^=begin\b", _RUBY_DOC),
         ("#", _LINE_COMMENT),
         (_RUBY_HEREDOC, _heredoc(_RUBY_HEREDOC, required=False)),
@@ -346,6 +353,7 @@ _PHP = _family(
     [
         # A file with no `<?` at all is a fragment of code, not a page.
         (r"\A(?!<\?)(?=[\s\S]*?<\?)|\?>", _inline_html),
+        (r"\b(?i:__halt_compiler)\b", _to_end),
         *_C_COMMENTS,
         ("#", _LINE_COMMENT),
         (_PHP_HEREDOC, _heredoc(_PHP_HEREDOC, required=True)),
