@@ -630,3 +630,21 @@ def test_a_list_below_a_secret_name_is_judged_as_on_one_line() -> None:
 )
 def test_the_data_after_a_files_end_marker_is_data(path: str, text: str) -> None:
     assert VALUE not in masked(path, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        (f'SECRET_KEY = (\n    "{VALUE}"\n)\n', 2),
+        (f'DOC = """\napi_key = \\\n{VALUE}\n"""\n', 3),
+    ],
+)
+def test_a_window_keeps_the_lines_just_above_it_when_its_context_is_trimmed(
+    tmp_path: Path, text: str, start: int
+) -> None:
+    # Long lines after the window push the context past CONTEXT_BYTES: far lines go, but the
+    # name of a value on the window's first line stays.
+    fat = ("x = '" + "a" * 16_000 + "'\n") * 300
+    (tmp_path / "big.py").write_text("y = 1\n" * 50 + text + fat)
+    window = read_window(tmp_path / "big.py", "big.py", 50 + start, 3)
+    assert not any(VALUE in line for line in window.lines)

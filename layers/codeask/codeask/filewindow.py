@@ -17,6 +17,7 @@ from codeask.snapshot import CHUNK
 CONTEXT_BEFORE = 1000  # lines
 CONTEXT_AFTER = 200  # lines
 CONTEXT_BYTES = 2 * 1024 * 1024  # at most this much of the context is kept, nearest lines first
+KEEP_BEFORE = 16  # lines above the window kept whatever their size (at most LINE_KEEP each)
 LINE_KEEP = 16 * 1024  # bytes kept of one line; a shown line is cut far earlier (tools' LINE_MAX)
 _SYNTHETIC_BEGIN = "-----BEGIN PRIVATE KEY-----"
 _MARKER_TAIL = len("PRIVATE KEY") - 1  # bytes kept from a chunk's end to find a split marker
@@ -97,10 +98,12 @@ def read_window(
         reader.line_done()  # a last line without a newline
     kept = reader.kept
     key_open = reader.key_open
-    # The context nearest the window is kept whole; far lines go first when it is too big.
+    # The context nearest the window is kept whole; far lines go first when it is too big, but
+    # never the last KEEP_BEFORE lines above the window: a value's name may sit there (a value
+    # continued with a backslash, on the line below its name, named a few lines up).
     first = lo
     size = sum(map(len, kept))
-    while size > CONTEXT_BYTES and first < start and kept:
+    while size > CONTEXT_BYTES and first < start - KEEP_BEFORE and kept:
         gone = kept.pop(0)
         size -= len(gone)
         key_open = key_open_after(clean_text(gone), key_open)
