@@ -665,6 +665,7 @@ _DIRECTIVE = re.compile(
 
 
 def directive_spans(text: str, low: str) -> list[Span]:
+    """Values of secret-named directives (data lines only: in code two words are a statement)."""
     spans: list[Span] = []
     for m in _DIRECTIVE.finditer(low):
         verdict = judge_name(text[m.start("n") : m.end("n")])
@@ -687,6 +688,7 @@ _KEY_LABEL = re.compile(
 
 
 def label_spans(text: str, low: str) -> list[Span]:
+    """Values after a label in words naming a key (`API Key: …`) on a line of their own."""
     spans: list[Span] = []
     for m in _KEY_LABEL.finditer(low):
         verdict = judge_name(text[m.start("n") : m.end("n")])

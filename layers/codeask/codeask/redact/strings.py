@@ -282,13 +282,11 @@ _RUST = _family(
         (r"'(?:\\(?:u\{[0-9a-fA-F]{1,6}\}|x[0-9a-fA-F]{2}|.)|[^\\'\n])'", _whole),
     ]
 )
-# Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
-# C#'s verbatim @"…" and $@"…" (a doubled quote inside). Kotlin, Scala, Swift and Dart nest
-# their block comments, as Rust does; Java, Groovy and C# do not.
 
 
 @functools.lru_cache(maxsize=64)
 def _run_closer(quotes: int, hashes: int) -> Closer:
+    """The closer of a string opened by `quotes` quotes after `hashes` `#`s (see _quote_run)."""
     if hashes:  # a raw string: no escapes
         return _pattern(rf'.*?(?:"{{{quotes},}}{"#" * hashes}|\Z)')
     shorter = rf'"{{1,{quotes - 1}}}(?!")'
@@ -304,6 +302,9 @@ def _quote_run(scan: _Scan, opener: str, at: int) -> int | None:
     return _run_closer(len(opener) - hashes, hashes)(scan, opener, at)
 
 
+# Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
+# C#'s verbatim @"…" and $@"…" (a doubled quote inside). Kotlin, Scala, Swift and Dart nest
+# their block comments, as Rust does; Java, Groovy and C# do not.
 _JVM_RULES = [
     (r'#*"{3,}', _quote_run),
     _TRIPLE_SQ,
