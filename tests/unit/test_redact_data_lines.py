@@ -648,3 +648,20 @@ def test_a_window_keeps_the_lines_just_above_it_when_its_context_is_trimmed(
     (tmp_path / "big.py").write_text("y = 1\n" * 50 + text + fat)
     window = read_window(tmp_path / "big.py", "big.py", 50 + start, 3)
     assert not any(VALUE in line for line in window.lines)
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("src/a.py", f"# Example config:\n#   api_key = {VALUE}\nx = 1\n"),
+        ("src/b.go", f"// Example:\n//\tapi_key = {VALUE}\nfunc f() {{}}\n"),
+        ("src/c.rb", f"x = 1\n  # Set:\n  #   api_key = {VALUE}\n"),
+    ],
+)
+def test_a_block_of_line_comments_is_data(path: str, text: str) -> None:
+    assert VALUE not in masked(path, text)
+
+
+def test_a_line_comment_alone_or_after_code_stays_code() -> None:
+    assert VARIABLE in masked("src/a.py", f"# session_token = {VARIABLE}\n\n# other\n")
+    assert VARIABLE in masked("src/b.py", f"x = 1  # a\ny = 2  # session_token = {VARIABLE}\n")

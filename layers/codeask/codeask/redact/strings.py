@@ -414,12 +414,14 @@ Ranges = list[tuple[int, int]]  # (start, end) offsets of text that is data
 def data_ranges(text: str, path: str) -> Ranges:
     """The stretches of `text` (a whole file, lines joined with "\\n") that are data, sorted and
     disjoint: each string or block comment that spans lines, from its opener's line start to its
-    closer's line end; each string on one line; the whole text for a file in no language
-    scanned here (prose, docs, anything else)."""
+    closer's line end; each string on one line; each run of two lines or more that hold only a
+    line comment (a block of docs, as Go and Python write them); the whole text for a file in no
+    language scanned here (prose, docs, anything else)."""
     family = _family_of(path)
     if family is None:
         return [(0, len(text))]
     out: Ranges = []
+    comment_lines: Ranges = []
     pos = 0
     search = family.opener.search
     scan = _Scan(text)
@@ -435,12 +437,35 @@ def data_ranges(text: str, path: str) -> Ranges:
             start = text.rfind("\n", 0, m.start()) + 1
             stop = text.find("\n", end)
             out.append((start, len(text) if stop < 0 else stop))
+        elif closer is _LINE_COMMENT:
+            start = text.rfind("\n", 0, m.start()) + 1
+            if not text[start : m.start()].strip(" \t"):
+                comment_lines.append((start, end))
         elif closer not in _COMMENTS and closer is not _whole:
             # A string on one line is data too: `"token=xyzz0Wbap…&team_id=…"` is a request
             # body, not an assignment in code.
             out.append((m.start(), end))
         pos = max(end, m.start() + 1)
-    return _merged(out)
+    return _merged(out + _comment_blocks(comment_lines))
+
+
+def _comment_blocks(lines: Ranges) -> Ranges:
+    """Runs of two or more adjacent lines that hold only a line comment, joined: docs, as a
+    block comment is; a comment alone on its line stays code (as often code commented out)."""
+    blocks: Ranges = []
+    run = 0
+    for start, end in lines:
+        if blocks and start == blocks[-1][1] + 1:  # the very next line
+            blocks[-1] = (blocks[-1][0], end)
+            run += 1
+        else:
+            if blocks and run < 2:
+                blocks.pop()
+            blocks.append((start, end))
+            run = 1
+    if blocks and run < 2:
+        blocks.pop()
+    return blocks
 
 
 def _merged(ranges: Ranges) -> Ranges:
