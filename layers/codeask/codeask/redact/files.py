@@ -558,12 +558,18 @@ def _value_below_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> lis
         if found is None:
             continue
         start, end, quoted = found
-        literal = quoted or _inside(ranges(), start)
-        if is_secret_value(
-            text[start:end], quoted=quoted, literal=literal, name=verdict, config=False
-        ):
+        value = text[start:end]
+        if not is_secret_value(value, quoted=quoted, literal=True, name=verdict, config=False):
+            continue
+        # A bare word that is a secret only as a literal (an identifier's shape) must be on a
+        # data line; the file's strings are scanned for that alone, seldom.
+        if quoted or _secret_in_code(value, verdict) or _inside(ranges(), start):
             spans.append((start, end, "secret-assignment"))
     return spans
+
+
+def _secret_in_code(value: str, verdict: NameVerdict) -> bool:
+    return is_secret_value(value, quoted=False, literal=False, name=verdict, config=False)
 
 
 def _below_name(text: str, low: str, m: re.Match[str]) -> NameVerdict | None:
