@@ -665,3 +665,10 @@ def test_a_block_of_line_comments_is_data(path: str, text: str) -> None:
 def test_a_line_comment_alone_or_after_code_stays_code() -> None:
     assert VARIABLE in masked("src/a.py", f"# session_token = {VARIABLE}\n\n# other\n")
     assert VARIABLE in masked("src/b.py", f"x = 1  # a\ny = 2  # session_token = {VARIABLE}\n")
+
+
+@pytest.mark.parametrize("path", ["src/a.kt", "src/B.java", "src/c.scala", "src/d.dart"])
+def test_a_raw_string_opened_by_more_quotes_outside_csharp_closes_on_three(path: str) -> None:
+    # Only C# counts the quotes; elsewhere the quotes after the opening three are text.
+    text = f'val s = """"quoted"""\nval session_token = {VARIABLE}\n'
+    assert VARIABLE in masked(path, text)

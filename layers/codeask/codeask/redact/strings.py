@@ -293,26 +293,33 @@ def _run_closer(quotes: int, hashes: int) -> Closer:
     return _pattern(rf'(?:[^"\\]|\\.|{shorter})*+(?:"{{{quotes},}}|\Z)')
 
 
-def _quote_run(scan: _Scan, opener: str, at: int) -> int | None:
-    """A string opened by three quotes or more: C#'s raw string literal (any count of quotes,
-    closed by as many: four let three stand inside), Swift's raw string (`#` before the quotes,
-    closed by the quotes and as many `#`), a text block or Kotlin raw string (three). A run of
-    fewer quotes inside does not close it."""
-    hashes = opener.count("#")
-    return _run_closer(len(opener) - hashes, hashes)(scan, opener, at)
+def _quote_run(*, counted: bool) -> Closer:
+    """A string opened by three quotes or more. `counted`: C#'s raw string literal, closed by as
+    many quotes as opened it (four let three stand inside); else a text block or a Kotlin, Scala
+    or Dart raw string, closed by three (quotes after the opening three are its text). Swift's
+    raw string (`#` before the quotes) is closed by the quotes and as many `#`. A run of fewer
+    quotes inside does not close it."""
+
+    def close(scan: _Scan, opener: str, at: int) -> int | None:
+        hashes = opener.count("#")
+        quotes = len(opener) - hashes if counted else 3
+        return _run_closer(quotes, hashes)(scan, opener, at)
+
+    return close
 
 
 # Java, Kotlin, Scala, Groovy, Swift, Dart, C#: text blocks and raw strings in triple quotes,
 # C#'s verbatim @"…" and $@"…" (a doubled quote inside). Kotlin, Scala, Swift and Dart nest
 # their block comments, as Rust does; Java, Groovy and C# do not.
 _JVM_RULES = [
-    (r'#*"{3,}', _quote_run),
+    (r'#*"{3,}', _quote_run(counted=False)),
     _TRIPLE_SQ,
     (r'\$?@\$?"', _pattern(r'(?:[^"]|"")*(?:"|\Z)')),
     _DQ,
     _C_CHAR,
 ]
 _JVM_LIKE = _family([*_C_COMMENTS, *_JVM_RULES])
+_CSHARP = _family([*_C_COMMENTS, (r'"{3,}', _quote_run(counted=True)), *_JVM_RULES[1:]])
 # Groovy's slashy strings span lines: `/…/` where an operand is expected (as a regex literal
 # is read), `$/…/$` anywhere.
 _GROOVY = _family(
@@ -392,7 +399,7 @@ _FAMILY_BY_EXT = {
     ".go": _GO, ".rs": _RUST,
     ".java": _JVM_LIKE, ".kt": _JVM_NESTING, ".kts": _JVM_NESTING, ".scala": _JVM_NESTING,
     ".groovy": _GROOVY, ".gradle": _GROOVY, ".swift": _JVM_NESTING, ".dart": _JVM_NESTING,
-    ".cs": _JVM_LIKE,
+    ".cs": _CSHARP,
     ".rb": _RUBY, ".rake": _RUBY, ".gemspec": _RUBY, ".php": _PHP, ".lua": _LUA,
     ".tf": _HCL, ".hcl": _HCL, ".tfvars": _HCL, ".nomad": _HCL,
 }  # fmt: skip
