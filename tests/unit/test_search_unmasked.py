@@ -45,6 +45,10 @@ WHOLE_FILE_ONLY = {
     "deploy/values.yaml": f"db:\n  secret: |\n    {VALUE}\n",
     ".env": f"DB_PASS={VALUE}\n",
     "src/lookalike.py": f'p\u0430ssword = \\\n    "{VALUE}"\n',  # a Cyrillic а in the name
+    # A value on the line below its name: wrapped, or a string spanning lines.
+    "src/wrapped.py": f'SECRET_KEY = (\n    "{VALUE}"\n)\n',
+    "src/template_key.js": f"const apiKey = `\n{VALUE}\n`;\n",
+    "src/raw_key.go": f"var authToken = `\n{VALUE}`\n",
 }
 
 
@@ -61,7 +65,8 @@ def test_a_file_whose_secret_needs_the_whole_file_does_not_stand_alone(path: str
 def test_the_cases_hold_a_secret_only_the_whole_file_shows() -> None:
     # Guards the cases above: each is masked whole, and these show nothing line by line, so
     # standing alone would let a search find their value.
-    cases = ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go")
+    cases = ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go", "src/wrapped.py")
+    cases += ("src/template_key.js", "src/raw_key.go")
     for path in (*cases, "src/netrc_passwd.js", "src/netrc_pwd.py", "src/netrc_phrase.rb"):
         lines = lines_of(WHOLE_FILE_ONLY[path])
         masked, counts = mask_file(lines, path)
@@ -205,6 +210,20 @@ def test_rg_lists_a_file_holding_any_sign_python_reads(repo: Path, sign: str) ->
     signs = Signs(find_rg(), repo, timeout_s=10.0)
     plain = [RawMatch(f"pkg/m{i}.py", 2, "    return common_route(event)") for i in range(150)]
     marked = [RawMatch(f"pkg/sign_{name}.py", 1, "def f():") for name in ("lower", "upper")]
+    signs.sort([*plain, *marked])
+    assert all(signs.alone(m) for m in plain)
+    assert not any(signs.alone(m) for m in marked)
+
+
+def test_rg_lists_a_file_whose_value_sits_below_its_name(repo: Path) -> None:
+    # The pattern sign (redact.VALUE_BELOW) is read by rg too: Python judges the name, rg lists
+    # every line of that shape.
+    for rel in ("src/wrapped.py", "src/template_key.js", "src/raw_key.go"):
+        assert not stands_alone(WHOLE_FILE_ONLY[rel], rel)
+    assert stands_alone("for key in keys:\n    print(key)\n", "src/loop.py")  # no secret's name
+    signs = Signs(find_rg(), repo, timeout_s=10.0)
+    plain = [RawMatch(f"pkg/m{i}.py", 2, "    return common_route(event)") for i in range(150)]
+    marked = [RawMatch("src/wrapped.py", 2, f'    "{VALUE}"'), RawMatch("src/raw_key.go", 2, VALUE)]
     signs.sort([*plain, *marked])
     assert all(signs.alone(m) for m in plain)
     assert not any(signs.alone(m) for m in marked)

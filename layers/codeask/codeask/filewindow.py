@@ -17,6 +17,7 @@ from codeask.snapshot import CHUNK
 CONTEXT_BEFORE = 1000  # lines
 CONTEXT_AFTER = 200  # lines
 CONTEXT_BYTES = 2 * 1024 * 1024  # at most this much of the context is kept, nearest lines first
+KEEP_BEFORE = 16  # lines above the window kept whatever their size (at most LINE_KEEP each)
 LINE_KEEP = 16 * 1024  # bytes kept of one line; a shown line is cut far earlier (tools' LINE_MAX)
 _SYNTHETIC_BEGIN = "-----BEGIN PRIVATE KEY-----"
 _MARKER_TAIL = len("PRIVATE KEY") - 1  # bytes kept from a chunk's end to find a split marker
@@ -36,9 +37,11 @@ class _Reader:
         self.lo, self.hi = lo, hi  # the 1-based lines to keep, inclusive
         self.done = 0  # lines completed so far
         self.partial = bytearray()  # the line under way, cut at LINE_KEEP
+        self.over = False  # the line under way was cut at LINE_KEEP
         self.kept: list[bytes] = []
         self.key_open = False  # a private key block is open before line lo
         self.tail = b""
+        self.cut_line = False  # a kept line was cut at LINE_KEEP
 
     def feed(self, chunk: bytes) -> None:
         newlines = chunk.count(b"\n")
@@ -51,6 +54,7 @@ class _Reader:
             cut = chunk.rfind(b"\n")
             if cut != -1:
                 self.partial.clear()
+                self.over = False
             self._extend(chunk[cut + 1 :])
         else:
             pieces = chunk.split(b"\n")
@@ -64,16 +68,19 @@ class _Reader:
         room = LINE_KEEP - len(self.partial)
         if room > 0:
             self.partial += data[:room]
+        self.over = self.over or len(data) > room
 
     def line_done(self) -> None:
         n = self.done + 1
         line = bytes(self.partial)
         if self.lo <= n <= self.hi:
             self.kept.append(line)
+            self.cut_line = self.cut_line or self.over
         elif n < self.lo:
             self.key_open = key_open_after(clean_text(line), self.key_open)
         self.done = n
         self.partial.clear()
+        self.over = False
 
 
 def read_window(
@@ -91,18 +98,21 @@ def read_window(
         reader.line_done()  # a last line without a newline
     kept = reader.kept
     key_open = reader.key_open
-    # The context nearest the window is kept whole; far lines go first when it is too big.
+    # The context nearest the window is kept whole; far lines go first when it is too big, but
+    # never the last KEEP_BEFORE lines above the window: a value's name may sit there (a value
+    # continued with a backslash, on the line below its name, named a few lines up).
     first = lo
     size = sum(map(len, kept))
-    while size > CONTEXT_BYTES and first < start and kept:
+    while size > CONTEXT_BYTES and first < start - KEEP_BEFORE and kept:
         gone = kept.pop(0)
         size -= len(gone)
         key_open = key_open_after(clean_text(gone), key_open)
         first += 1
     text = [clean_text(b) for b in kept]
-    # Cut after the file's first line, the window may begin inside a multi-line string: mask_file
-    # then judges every line as data.
-    cut = first > 1
+    # Cut after the file's first line, the window may begin inside a multi-line string; a line
+    # cut at LINE_KEEP may have lost a string's opener (a `"""` past 16 KB), so the lines after
+    # it may be inside one unseen. Either way mask_file judges every line as data.
+    cut = first > 1 or reader.cut_line
     if key_open:
         text.insert(0, _SYNTHETIC_BEGIN)
         masked, _ = mask_file(text, rel, cut=cut)

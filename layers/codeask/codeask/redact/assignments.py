@@ -229,7 +229,11 @@ _TAIL = r"""
     (?:(?P<scheme>bearer|basic|token)[ \t]+)?   # HTTP auth scheme stays visible
     (?:[rbu]{1,2}(?=["']))?                     # Python string prefix
     (?:
-        "(?P<dq>(?:[^"\\\n]|\\.)*)"             # double-quoted, escapes allowed
+        # A triple-quoted string, read to its closing or to the line's end: the first line of
+        # a string that spans lines is its value's first line (three quotes, then the secret).
+        "{3}(?P<tdq>(?:[^"\\\r\n]|\\.|"(?!""))*)(?:"{3}|(?=\r?\n)|\Z)
+      | '{3}(?P<tsq>(?:[^'\\\r\n]|\\.|'(?!''))*)(?:'{3}|(?=\r?\n)|\Z)
+      | "(?P<dq>(?:[^"\\\n]|\\.)*)"             # double-quoted, escapes allowed
       | '(?P<sq>[^'\n]*)'
       | `(?P<bq>[^`\n]*)`
       | (?P<uv>VALUE)                           # bare value
@@ -256,7 +260,7 @@ _CODE_ASSIGNMENTS = _compile(_CODE_VALUE)
 _WORD_ASSIGNMENTS = _compile(_WORD_VALUE)
 _LINE_ASSIGNMENTS = _compile(_LINE_VALUE)
 LINE_SYNTAXES = frozenset({"yaml", "ini", "make"})
-_QUOTED = ("dq", "sq", "bq")
+_QUOTED = ("tdq", "tsq", "dq", "sq", "bq")
 
 # No two adjacent quantifiers share characters, so a long indent cannot cause backtracking.
 _LINE_LEAD = re.compile(
@@ -322,7 +326,8 @@ def _before_comment(text: str, start: int, end: int) -> int:
     return start + len(text[start:end].rstrip(" \t\r"))
 
 
-def _name_start(text: str, at: int) -> int:
+def key_start(text: str, at: int) -> int:
+    """Where the name running up to offset `at` begins (a CLI flag's dashes left out)."""
     while at > 0 and text[at - 1] in _NAME_CHARS:
         at -= 1
     while at < len(text) and text[at] == "-":
@@ -362,7 +367,7 @@ def assignment_spans(
                 and not m.group("scheme")
             ):
                 continue  # `secretsmanager:GetSecretValue`, ARNs: a colon with no space is not YAML
-            name_start = _name_start(low, m.start())  # folded: `αpi_key`
+            name_start = key_start(low, m.start())  # folded: `αpi_key`
             if op == ">" and (
                 name_start == 0 or text[name_start - 1] != "<" or not low.startswith("</", end)
             ):

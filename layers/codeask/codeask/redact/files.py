@@ -6,7 +6,7 @@ import bisect
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 from codeask.redact.assignments import (
@@ -15,6 +15,7 @@ from codeask.redact.assignments import (
     assignment_spans,
     is_secret_value,
     judge_name,
+    key_start,
     netrc_spans,
 )
 from codeask.redact.encoded import encoded_key_spans
@@ -502,13 +503,16 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
     if syntax is not None:
         region = _Joined(masked, 0, len(masked))
         spans += region.original(find_spans(region.text, syntax))
+        spans += _config_data_spans(masked, syntax, path)
     else:
         for start, end in _continued_regions(masked):
             region = _Joined(masked, start, end)
             spans += region.original(find_spans(region.text))
         low = lowercase(masked)
         spans += netrc_spans(masked, low)  # an entry over several lines
-        spans += _data_spans(masked, low, "" if cut else path)
+        ranges = _lazy_ranges(masked, "" if cut else path)
+        spans += _data_spans(masked, low, ranges)
+        spans += _value_below_spans(masked, low, ranges)
     spans += owned
     if spans:
         masked = replace(masked, settle(spans))
@@ -520,19 +524,213 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
     return out, dict(count_markers(masked) - count_markers(text))
 
 
-def _data_spans(text: str, low: str, path: str) -> list[Span]:
+# A line that ends with a secret's name and an assignment, its value left for the line below: a
+# wrapped assignment (`api_key = (` then `"…"`, as black writes a long one), a string spanning
+# lines opened after the name (three quotes, a JS template, a Go raw string), a JSON or YAML key
+# with its value below. Not a list or a map opened after the name: their items are not one value,
+# as on one line (`"tokens": [` then `"…",` is judged as `"tokens": ["…"]` is). Found from the
+# name's keyword (on the lowercased text), possessively, so that a long name or a blank run
+# costs one pass. search/unmasked.py reads the same pattern as a sign that a file does not stand
+# alone.
+VALUE_BELOW = re.compile(
+    r"(?:pass|pwd|secret|token|key|auth|cred)[\w.-]*+[\"'\]]?[ \t]*+(?P<op>:=|=>|=|:)[ \t]*+"
+    r"(?P<open>\(|[rbuf]{0,2}(?:\"\"\"|'''|`)|[|>][-+0-9]*)?[ \t]*+\r?$",
+    re.MULTILINE,
+)
+_STRING_OPENERS = ('"""', "'''", "`")
+_QUOTED_BELOW = re.compile(r"""[rbuf]{0,2}(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|`([^`\n]*)`)""")
+_BARE_BELOW = re.compile(r"[^\s\"'`,;&)\]}<>]+")
+_ENTRY_AFTER = re.compile(r".?[ \t]*(?::|=|=>)(?:[ \t]|$)")
+_BELOW_LINES = 3  # blank lines may stand between the name and its value
+
+
+def _value_below_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]:
+    """Values on the line below a secret-named key (VALUE_BELOW): a quoted literal, the first
+    line of a string opened after the name, or a bare word (a literal only on a data line:
+    `ranges` gives them, scanned only when asked)."""
+    spans: list[Span] = []
+    for m in VALUE_BELOW.finditer(low):
+        verdict = _below_name(text, low, m)
+        line_end = text.find("\n", m.end())
+        if verdict is None or line_end < 0:
+            continue
+        found = _value_line(text, line_end + 1, m.group("open") or "")
+        if found is None:
+            continue
+        start, end, quoted = found
+        value = text[start:end]
+        if not is_secret_value(value, quoted=quoted, literal=True, name=verdict, config=False):
+            continue
+        # A bare word that is a secret only as a literal (an identifier's shape) must be on a
+        # data line; the file's strings are scanned for that alone, seldom.
+        if quoted or _secret_in_code(value, verdict) or _inside(ranges(), start):
+            spans.append((start, end, "secret-assignment"))
+    return spans
+
+
+def _secret_in_code(value: str, verdict: NameVerdict) -> bool:
+    return is_secret_value(value, quoted=False, literal=False, name=verdict, config=False)
+
+
+def _below_name(text: str, low: str, m: re.Match[str]) -> NameVerdict | None:
+    """The verdict on the name a VALUE_BELOW match ends with (judged as written: `passThrough`
+    is two words, `passthrough` one)."""
+    return judge_name(text[key_start(low, m.start()) : m.start("op")].rstrip(" \t\"']"))
+
+
+def has_value_below(text: str, low: str) -> bool:
+    """Whether a line of the file names a secret whose value is left for the line below: a
+    search cannot judge that value's line alone."""
+    return any(_below_name(text, low, m) is not None for m in VALUE_BELOW.finditer(low))
+
+
+def _value_line(text: str, at: int, opener: str) -> tuple[int, int, bool] | None:
+    """The value on the first non-blank line from offset `at`, as (start, end, quoted): inside
+    a string opened above, the line up to the string's end; else a quoted literal or a word."""
+    for _ in range(_BELOW_LINES):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[at:end].rstrip(" \t\r")
+        content = len(line) - len(line.lstrip(" \t"))
+        if content < len(line):
+            delim = next((d for d in _STRING_OPENERS if opener.endswith(d)), "")
+            if delim or opener[:1] in ("|", ">"):
+                close = line.find(delim, content) if delim else -1
+                return at + content, at + (len(line) if close < 0 else close), True
+            if (q := _QUOTED_BELOW.match(line, content)) is not None:
+                group = next(g for g in (1, 2, 3) if q.group(g) is not None)
+                return at + q.start(group), at + q.end(group), True
+            b = _BARE_BELOW.match(line, content)
+            if b is None or _ENTRY_AFTER.match(line, b.end() - 1) is not None:
+                return None  # an entry of its own (`token: x`, `a = b`): a mapping below
+            return at + b.start(), at + b.end(), False
+        if end >= len(text):
+            return None
+        at = end + 1
+    return None
+
+
+def _config_data_spans(text: str, syntax: str, path: str) -> list[Span]:
+    """What a config language's own rules leave to data: an HCL heredoc's lines (HCL reads an
+    unquoted value as an expression, but a heredoc's body is text: `api_key = Xy7…` in a
+    user_data script), and a YAML key's plain value on the line below it."""
+    if syntax == "hcl":
+        low = lowercase(text)
+        return _data_spans(text, low, _lazy_ranges(text, path))
+    if syntax == "yaml":
+        low = lowercase(text)
+        return _value_below_spans(text, low, lambda: [(0, len(text))])
+    return []
+
+
+def _lazy_ranges(text: str, path: str) -> Callable[[], Ranges]:
+    """The file's data ranges (redact.strings), scanned on first need: most files need none."""
+    found: list[Ranges] = []
+
+    def ranges() -> Ranges:
+        if not found:
+            found.append(data_ranges(text, path))
+        return found[0]
+
+    return ranges
+
+
+def _data_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]:
     """The assignments that are secrets only when read as data, on the lines that are data (the
-    rest the gate finds line by line, as it always did). The strings are only scanned in a file
-    with such an assignment: most files have none."""
+    rest the gate finds line by line, as it always did). A value continued with a backslash
+    (`api_key = \\` then the value on the next line, in a docstring or a README) is judged
+    joined, as the code rule judges it. The strings are only scanned in a file with such an
+    assignment: most files have none."""
+    found = _only_as_data(text, low)
+    for start, end in _continued_regions(text):
+        region = _Joined(text, start, end)
+        found += region.original(_only_as_data(region.text, lowercase(region.text)))
+    if not found:
+        return []
+    return [span for span in found if _inside(ranges(), span[0])]
+
+
+def _only_as_data(text: str, low: str) -> list[Span]:
+    """The secrets in `text` read as data but not read as code: assignments with a bare value,
+    table rows (table_spans), config directives (directive_spans) and labels in words naming a
+    key (label_spans)."""
     found = list(assignment_spans(text, low, data=True))
-    if not found:
-        return []
-    ranges = data_ranges(text, path)
-    found = [span for span in found if _inside(ranges, span[0])]
-    if not found:
-        return []
-    as_code = {span[:2] for span in assignment_spans(text, low)}
-    return [span for span in found if span[:2] not in as_code]
+    if found:
+        as_code = {span[:2] for span in assignment_spans(text, low)}
+        found = [span for span in found if span[:2] not in as_code]
+    return found + table_spans(text, low) + directive_spans(text, low) + label_spans(text, low)
+
+
+# A config directive on a line of its own, a name and one word (`requirepass Xy7…` of a
+# redis.conf, Dockerfile's `ENV API_KEY Xy7…`), as data lines quote them: judged as code judges
+# a literal (a prose line of two words, `password reset`, is no secret).
+_DIRECTIVE = re.compile(
+    r"^[ \t]*+(?:env[ \t]++)?(?P<n>[a-z_][\w.-]*+)[ \t]++(?P<v>[^\s=:#;]\S*+)[ \t]*+\r?$",
+    re.MULTILINE,
+)
+
+
+def directive_spans(text: str, low: str) -> list[Span]:
+    """Values of secret-named directives (data lines only: in code two words are a statement)."""
+    spans: list[Span] = []
+    for m in _DIRECTIVE.finditer(low):
+        verdict = judge_name(text[m.start("n") : m.end("n")])
+        start, end = m.span("v")
+        if verdict is not None and is_secret_value(
+            text[start:end], quoted=True, literal=True, name=verdict, config=False
+        ):
+            spans.append((start, end, "secret-assignment"))
+    return spans
+
+
+# A label in words naming a key, on a line of its own with its value (`API Key: Xy7…`, `Storage
+# account key = Xy7…`, a list item, in bold): a name with spaces, which the assignment rules
+# (names of one word) read as a lone `key`, never a secret's name.
+_KEY_LABEL = re.compile(
+    r"^[ \t]*+(?:[-*+][ \t]++)?[*_]{0,2}(?P<n>(?:[a-z][\w-]*+[ \t]++){1,3}keys?)[*_]{0,2}"
+    r"[ \t]*+[:=][*_]{0,2}[ \t]*+`?(?P<v>[^\s`]++)`?[ \t]*+\r?$",
+    re.MULTILINE,
+)
+
+
+def label_spans(text: str, low: str) -> list[Span]:
+    """Values after a label in words naming a key (`API Key: …`) on a line of their own."""
+    spans: list[Span] = []
+    for m in _KEY_LABEL.finditer(low):
+        verdict = judge_name(text[m.start("n") : m.end("n")])
+        start, end = m.span("v")
+        if verdict is not None and is_secret_value(
+            text[start:end], quoted=True, literal=True, name=verdict, config=False
+        ):
+            spans.append((start, end, "secret-assignment"))
+    return spans
+
+
+# A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell
+# that names a secret is followed by its value's cell. Only rows with a secret's word are split.
+_TABLE_ROW = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*\r?$", re.MULTILINE)
+_SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|auth|cred")
+_CELL = re.compile(r"(?:[^|\\\n]|\\.)+")
+
+
+def table_spans(text: str, low: str) -> list[Span]:
+    """Values in the cell after a secret-named cell of a table row (data lines only: in code a
+    `|` is an operator)."""
+    spans: list[Span] = []
+    for row in _TABLE_ROW.finditer(low):
+        if _SECRET_WORD.search(low, row.start(), row.end()) is None:
+            continue
+        cells = list(_CELL.finditer(text, row.start(), row.end()))
+        for name, value in zip(cells, cells[1:], strict=False):
+            verdict = judge_name(name.group().strip(" \t`*"))
+            lead = len(value.group()) - len(value.group().lstrip(" \t`"))
+            shown = value.group().strip(" \t`\r")
+            if verdict is not None and is_secret_value(
+                shown, quoted=True, literal=True, name=verdict, config=False
+            ):
+                start = value.start() + lead
+                spans.append((start, start + len(shown), "secret-assignment"))
+    return spans
 
 
 def _inside(ranges: Ranges, at: int) -> bool:
@@ -543,9 +741,7 @@ def _inside(ranges: Ranges, at: int) -> bool:
 def masks_more_as_data(line: str) -> bool:
     """Whether a line of code would show a secret if it were data: a search that judges its hit
     on the line alone must then judge it on the whole file (mask_file), which knows if it is."""
-    low = lowercase(line)
-    data = {span[:2] for span in assignment_spans(line, low, data=True)}
-    return bool(data) and not data <= {span[:2] for span in assignment_spans(line, low)}
+    return bool(_only_as_data(line, lowercase(line)))
 
 
 def _to_spans(starts: list[int], pieces: list[Piece], kind: str) -> list[Span]:

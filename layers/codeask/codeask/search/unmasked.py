@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from codeask.redact import config_syntax, masks_more_as_data
+from codeask.redact import VALUE_BELOW, config_syntax, has_value_below, masks_more_as_data
 from codeask.redact.assignments import PASSWORD_WORDS
 from codeask.redact.kinds import MARKER_PREFIX
 from codeask.search.filekinds import CONFIG_LANGUAGES, language_of
@@ -41,6 +41,11 @@ def shows_match(rx: re.Pattern[str] | None, masked: str) -> bool:
 # reads the same signs (_RG_SIGNS is made from them). A new whole-file rule for code in files.py
 # must add its sign here, with a case in tests/unit/test_search_unmasked.py.
 _WHOLE_FILE_SIGNS = ("private key", "ls0t", *PASSWORD_WORDS, "\\\n", "\\\r\n")
+# And a sign read as a pattern: a line ending with a secret's name and an assignment, its value
+# on the line below (redact.VALUE_BELOW; Python judges the name, rg lists every such line).
+_RG_VALUE_BELOW = (
+    VALUE_BELOW.pattern.replace("*+", "*").replace("?P<op>", "").replace("?P<open>", "")
+)
 
 
 def stands_alone(text: str, path: str) -> bool:
@@ -52,7 +57,7 @@ def stands_alone(text: str, path: str) -> bool:
     if not code_by_name(path) or not text.isascii():
         return False
     low = text.lower()
-    return not any(sign in low for sign in _WHOLE_FILE_SIGNS)
+    return not any(sign in low for sign in _WHOLE_FILE_SIGNS) and not has_value_below(text, low)
 
 
 def code_by_name(path: str) -> bool:
@@ -72,7 +77,13 @@ def _rg_sign(sign: str) -> str:
 # carriage return too) or a NUL, a byte outside ASCII. Searched case-insensitively, as text, in
 # the raw bytes Python reads (`--encoding none`: rg would otherwise strip a byte-order mark and
 # decode UTF-16 before looking).
-_RG_SIGNS = "|".join([*map(_rg_sign, _WHOLE_FILE_SIGNS), r"(?-u:[\x00-\x08\x0b-\x1f\x7f-\xff])"])
+_RG_SIGNS = "|".join(
+    [
+        *map(_rg_sign, _WHOLE_FILE_SIGNS),
+        f"(?:{_RG_VALUE_BELOW})",
+        r"(?-u:[\x00-\x08\x0b-\x1f\x7f-\xff])",
+    ]
+)
 
 
 class Signs:
