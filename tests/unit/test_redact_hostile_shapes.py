@@ -268,6 +268,9 @@ SETTINGS = [
     ("ci/setup.sh", f"composer config --global github-oauth.github.com {RANDOM}"),
     ("docs/dev.md", f'dotnet user-secrets set "Db:Password" "{HUMAN}"'),
     ("docs/dev.md", f'dotnet user-secrets set "Smtp:Password" "{LETTERS}"'),
+    # `npm set` is `npm config set`: the word "config" need be nowhere in the text
+    ("ci/publish.sh", f"npm set //registry.npmjs.org/:_authToken {RANDOM}"),
+    ("Dockerfile", f"RUN npm set _auth {RANDOM}"),
 ]
 
 
@@ -283,7 +286,7 @@ def test_a_config_setting_command_for_a_secret_name_has_its_value_masked(
     assert_only_secret_lines_changed(text, out, (HUMAN, RANDOM, LETTERS))
     for line in text.split("\n"):
         assert not any(s in scan(line)[0] for s in (HUMAN, RANDOM, LETTERS)), line
-    assert any("config" in line or "user-secrets" in line for line in out)
+    assert any(w in line for line in out for w in ("config", "user-secrets", "npm set"))
 
 
 @pytest.mark.parametrize(

@@ -672,7 +672,7 @@ _HEADER = re.compile(
 
 def setting_spans(text: str, low: str) -> Iterator[Span]:
     """The value a config-setting command gives a secret-named key (or a header naming one)."""
-    if "config" not in low and "user-secrets" not in low:
+    if "config" not in low and "user-secrets" not in low and "npm" not in low:
         return
     for m in anchored(_SETTING, _SETTING_AT, low):
         group = next(g for g in ("dq", "sq", "uv") if m.group(g) is not None)
