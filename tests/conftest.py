@@ -245,6 +245,24 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:
     return out
 
 
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    """Write one file of a test tree, its folders made as needed."""
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text)
+    return p
+
+
+def write_tree(root: Path, files: Mapping[str, str]) -> Path:
+    """Write every file of `files` (path -> text) under root; returns root."""
+    for rel, text in files.items():
+        write(root, rel, text)
+    return root
+
+
 # The loopback AWS/Slack/model stack for integration tests lives with the other fakes.
 pytest_plugins = ("fakes.stack",)
 

@@ -9,6 +9,7 @@ from codeask.search.abbreviations import PHRASE_WEIGHT, WORD_WEIGHT, abbreviatio
 from codeask.search.vocabulary import stem
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from conftest import write
 
 
 def test_a_words_abbreviations_are_found_by_any_of_its_forms() -> None:
@@ -31,12 +32,6 @@ def test_question_groups_add_abbreviations_of_plain_words_only() -> None:
     # the quoted identifier's own words are the code's words already: no `init` for 'init'
     named = search_only.question_groups("Where is `initialize_table` defined?")
     assert not [g for g in named if "init" in g[0]]
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
 
 
 def test_code_that_says_fd_answers_a_question_about_file_descriptors(tmp_path: Path) -> None:

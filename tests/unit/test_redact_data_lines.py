@@ -17,6 +17,7 @@ from codeask.search.ripgrep import RawMatch, find_rg
 from codeask.search.unmasked import Signs, line_alone, stands_alone
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from conftest import write_tree
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 VALUE = "Zq8W" + "v3Rt6Yu1" + "Io5P"
@@ -195,12 +196,7 @@ FILES = {**FAMILIES, **PROSE}
 
 
 def small_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
+    return write_tree(tmp_path / "repo", FILES)
 
 
 @pytest.fixture

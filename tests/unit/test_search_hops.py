@@ -9,12 +9,7 @@ from codeask import search_only
 from codeask.search import hops
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
+from conftest import write
 
 
 def test_hops_questions_are_recognised() -> None:

@@ -11,15 +11,10 @@ import pytest
 from codeask.search import BUDGET
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
+from conftest import write
 
 FIXTURES = Path(__file__).parent / "fixtures" / "search"
 SHA = "b" * 40
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from codeask import search_only
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
 from codeask.workspace import Workspace
-from conftest import GitWorkTree, cli_env, run_codeask
+from conftest import GitWorkTree, cli_env, run_codeask, write_tree
 
 SECRET = "Yu8Io3Pa6Sd1Fq"  # masked as a secret-assignment in app.yaml
 DECOY = "Zq4Wm7Xe2Rt9Lp"  # the same shape, in no file
@@ -36,12 +36,7 @@ FILES = {
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
+    return write_tree(tmp_path / "repo", FILES)
 
 
 def toolbox(root: Path) -> Toolbox:

@@ -13,18 +13,9 @@ import pytest
 from codeask.denylist import DenyList
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import READ_MAX_LINES, SEARCH_MAX_CHARS, Toolbox
+from conftest import write
 
 SHA = "a3f9c21" + "0" * 33
-
-
-def write(root: Path, rel: str, text: str | bytes) -> Path:
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text)
-    return p
 
 
 @pytest.fixture

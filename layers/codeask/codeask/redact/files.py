@@ -672,8 +672,14 @@ _DIRECTIVE = re.compile(
 
 def directive_spans(text: str, low: str) -> list[Span]:
     """Values of secret-named directives (data lines only: in code two words are a statement)."""
+    return _named_values(_DIRECTIVE, text, low)
+
+
+def _named_values(pattern: re.Pattern[str], text: str, low: str) -> list[Span]:
+    """The values (group `v`) of `pattern`'s matches in `low` whose name (group `n`) is a
+    secret's, judged as code judges a literal."""
     spans: list[Span] = []
-    for m in _DIRECTIVE.finditer(low):
+    for m in pattern.finditer(low):
         verdict = judge_name(text[m.start("n") : m.end("n")])
         start, end = m.span("v")
         if verdict is not None and is_secret_value(
@@ -695,15 +701,7 @@ _KEY_LABEL = re.compile(
 
 def label_spans(text: str, low: str) -> list[Span]:
     """Values after a label in words naming a key (`API Key: …`) on a line of their own."""
-    spans: list[Span] = []
-    for m in _KEY_LABEL.finditer(low):
-        verdict = judge_name(text[m.start("n") : m.end("n")])
-        start, end = m.span("v")
-        if verdict is not None and is_secret_value(
-            text[start:end], quoted=True, literal=True, name=verdict, config=False
-        ):
-            spans.append((start, end, "secret-assignment"))
-    return spans
+    return _named_values(_KEY_LABEL, text, low)
 
 
 # A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell
