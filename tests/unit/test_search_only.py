@@ -263,3 +263,33 @@ def test_a_file_the_question_names_by_quoting_it_is_first(tmp_path: Path) -> Non
     result = search_only.answer("Where does `frob --version` print its version?", Toolbox(snap))
     # Then the script named like it comes first
     assert result.evidence[0].path == "tools/frob.sh"
+
+
+def test_a_class_whose_own_lines_answer_is_cited_over_the_function_that_registers_it(
+    tmp_path: Path,
+) -> None:
+    # Given a plugin class whose docstring and attributes say what it does, its work done in a
+    # method, and a function that only registers its option with a help text of the same words
+    write(
+        tmp_path,
+        "app/ordering.py",
+        "class NewFirstPlugin:\n"
+        "    '''Plugin for the option that runs new tests first.'''\n\n"
+        "    first = 'new'  # run new tests first\n\n"
+        "    def reorder(self, items):\n"
+        "        return sorted(items, key=lambda i: i.mtime)\n\n\n"
+        "def add_options(parser):\n"
+        "    parser.add('--nf', help='Run new tests first, then the rest')\n"
+        "    parser.add('--ff', help='Run failed tests first, then the new tests')\n"
+        "    parser.add('--sw', help='Stop at the first failure, run it first next time')\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "9" * 40, RepoRef("plugins", str(tmp_path)))
+    # When the question asks how the option that runs new tests first works
+    result = search_only.answer(
+        "How does the option that runs new tests first work?", Toolbox(snap)
+    )
+    # Then the class is cited, at its own line
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "NewFirstPlugin")

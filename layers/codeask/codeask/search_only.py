@@ -44,6 +44,7 @@ HIT_WEIGHT = 1.0  # a rare question word ripgrep found inside a definition, per 
 EXACT_WEIGHT = 2.0  # ... when it is a quoted phrase or an identifier from the question
 BODY_WEIGHT = 1.0  # the question's words in a candidate's body, as BM25 with this weight
 BODY_CANDIDATES = 300
+BODY_KINDS = ("function", "method", "class")  # the definitions whose bodies are read
 BODY_LINES = 400
 BODY_AVG_WORDS = 120.0
 K1, B = 1.2, 0.75
@@ -226,9 +227,12 @@ class _Candidate:
     hit_line: int | None = None  # where an exact phrase or identifier of the question is
     named: bool = False  # its name is an identifier the question quotes
     boost: float = 1.0  # what the question's intent makes of its kind
+    own: float = 0.0  # a class's own lines (not its methods'): which place of its file to cite
 
-    def score(self) -> float:
+    def score(self, own: bool = False) -> float:
         s = self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(self.body.values())
+        if own:
+            s += self.own
         return s * self.boost * (NAMED_WEIGHT if self.named else 1.0)
 
 
@@ -434,12 +438,12 @@ def rank(
     places: dict[str, _Candidate] = {}
     for path, cs in by_file.items():
         cs.sort(key=lambda c: (-c.score(), c.line))
-        best = cs[0]
-        if best.kind == "file" and len(cs) > 1 and cs[1].score() >= 0.5 * best.score():
-            best = cs[1]  # cite what the file defines, not its first line
+        top = _first_place(cs, False)
         second = cs[1].score() if len(cs) > 1 else 0.0
         weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
-        s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
+        s = (top.score() + SECOND_WEIGHT * min(second, top.score())) * weight
+        # What a class's own lines say picks the place cited, never the file.
+        best = _first_place(sorted(cs, key=lambda c: (-c.score(True), c.line)), True)
         line, end = best.line, None
         start = (path, best.line) in first
         if best.hit_line is not None and best.hit_line != best.line and (start or not best.named):
@@ -457,6 +461,14 @@ def rank(
         out = [e for e in out if e.score >= floor]
     _inner_lines(toolbox, indexes, groups, pairs, out[:TOP_FILES], places)
     return out
+
+
+def _first_place(cs: list[_Candidate], own: bool) -> _Candidate:
+    """The best of a file's places, in order: what the file defines rather than its first line."""
+    best = cs[0]
+    if best.kind == "file" and len(cs) > 1 and cs[1].score(own) >= 0.5 * best.score(own):
+        best = cs[1]
+    return best
 
 
 def _file_weight(
@@ -644,7 +656,7 @@ def _add_bodies(
     df = {w: sum(ix.count(w) for _, ix in indexes) for w in want}
     idf = {w: math.log(1 + rows / (1 + df[w])) for w in want}
     top = sorted(
-        (c for c in cands.values() if c.kind in ("function", "method") and c.end > c.line),
+        (c for c in cands.values() if c.kind in BODY_KINDS and c.end > c.line),
         key=lambda c: -c.score(),
     )[:BODY_CANDIDATES]
     files: dict[str, list[str] | None] = {}
@@ -655,8 +667,10 @@ def _add_bodies(
         lines = files[c.path]
         if not lines:
             continue
-        tf, n, best_line = _read_body(lines[c.line : min(c.end, c.line + BODY_LINES)], c.line + 1,
-                                      {w: idf[w] * want[w][0] for w in want})  # fmt: skip
+        body = lines[c.line : min(c.end, c.line + BODY_LINES)]
+        if c.kind == "class":  # its own lines: each method is a candidate of its own
+            body = _own_lines(body, c, _file_spans(indexes, c.path))
+        tf, n, best_line = _read_body(body, c.line + 1, {w: idf[w] * want[w][0] for w in want})
         if not tf:
             continue
         if c.hit_line is None and best_line - c.line > DEEP_LINES:
@@ -665,8 +679,34 @@ def _add_bodies(
         norm = K1 * (1 - B + B * max(n, BODY_AVG_WORDS) / BODY_AVG_WORDS)
         for w, f in tf.items():
             weight, label = want[w]
-            c.body["body:" + w] = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
-            c.labels.add(label)
+            got = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
+            if c.kind == "class":
+                c.own += got
+            else:
+                c.body["body:" + w] = got
+                c.labels.add(label)
+
+
+def _file_spans(
+    indexes: list[tuple[str, DefinitionIndex]], path: str
+) -> list[tuple[int, int, str, str]]:
+    """(line, end, kind, name) of the definitions in a file, from its repository's index."""
+    for prefix, index in indexes:
+        if path.startswith(prefix):
+            return index.definitions_in(path[len(prefix) :])
+    return []
+
+
+def _own_lines(body: list[str], c: _Candidate, spans: list[tuple[int, int, str, str]]) -> list[str]:
+    """A class's body (from the line after its own) with the lines of the functions and classes
+    nested in it blanked out, numbering kept."""
+    out = list(body)
+    for line, end, kind, _ in spans:
+        if c.line < line and end <= c.end and kind in BODY_KINDS:
+            for n in range(line, end + 1):
+                if 0 <= n - c.line - 1 < len(out):
+                    out[n - c.line - 1] = ""
+    return out
 
 
 def _read_body(
