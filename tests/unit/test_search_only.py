@@ -293,3 +293,31 @@ def test_a_class_whose_own_lines_answer_is_cited_over_the_function_that_register
     # Then the class is cited, at its own line
     top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "NewFirstPlugin")
+
+
+def test_the_entry_point_is_cited_rather_than_its_helper_of_a_longer_name(tmp_path: Path) -> None:
+    # Given a function and its helper, whose name is the function's plus a word and whose body
+    # says more of the question's words
+    write(
+        tmp_path,
+        "app/ordering.py",
+        "def reorder_items(items):\n"
+        "    '''Reorder the items so that a fixture's setup is shared.'''\n"
+        "    scoped = {}\n"
+        "    return list(reorder_items_atscope(items, scoped, 0))\n\n\n"
+        "def reorder_items_atscope(items, scoped, scope):\n"
+        "    '''Reorder items at one scope: items sharing a scoped fixture run together.'''\n"
+        "    for item in items:\n"
+        "        scoped.setdefault(item.fixture, []).append(item)\n"
+        "    return [i for fixture in scoped for i in scoped[fixture]]\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "8" * 40, RepoRef("ordering", str(tmp_path)))
+    # When the question asks where the reordering is
+    result = search_only.answer(
+        "Where are the tests reordered by the scope of their fixtures?", Toolbox(snap)
+    )
+    # Then the entry point is cited, not its helper
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "reorder_items")

@@ -68,6 +68,10 @@ FOLDER_WEIGHT = 1.5
 # "What is the default X": a constant, a macro or a config key sets it, not a function using it.
 DEFAULT_WEIGHT = 2.0
 SETTING_KINDS = ("constant", "definition", "key")
+# A place whose name is the best place's name less some words, scoring this much of it, is cited
+# instead: the entry point, not its helper (`_entry_point`).
+ENTRY_SHARE = 0.5
+CALLABLE_KINDS = ("function", "method")
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
 UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
@@ -444,6 +448,7 @@ def rank(
         s = (top.score() + SECOND_WEIGHT * min(second, top.score())) * weight
         # What a class's own lines say picks the place cited, never the file.
         best = _first_place(sorted(cs, key=lambda c: (-c.score(True), c.line)), True)
+        best = _entry_point(best, cs)
         line, end = best.line, None
         start = (path, best.line) in first
         if best.hit_line is not None and best.hit_line != best.line and (start or not best.named):
@@ -468,6 +473,23 @@ def _first_place(cs: list[_Candidate], own: bool) -> _Candidate:
     best = cs[0]
     if best.kind == "file" and len(cs) > 1 and cs[1].score(own) >= 0.5 * best.score(own):
         best = cs[1]
+    return best
+
+
+def _entry_point(best: _Candidate, cs: list[_Candidate]) -> _Candidate:
+    """The place of a file whose name is the best place's name less some words (`reorder_items`
+    for `reorder_items_atscope`, `add_message` for `_add_one_message`) and that scores at least
+    ENTRY_SHARE of it: the entry point, of which the best is a helper."""
+    if best.kind not in CALLABLE_KINDS:
+        return best
+    words = set(split_identifier(best.name))
+    floor = ENTRY_SHARE * best.score(True)
+    for c in cs:
+        if c is best or c.kind not in CALLABLE_KINDS or c.score(True) < floor:
+            continue
+        mine = set(split_identifier(c.name))
+        if len(mine) >= 2 and mine < words:
+            return c
     return best
 
 
