@@ -321,3 +321,33 @@ def test_the_entry_point_is_cited_rather_than_its_helper_of_a_longer_name(tmp_pa
     # Then the entry point is cited, not its helper
     top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "reorder_items")
+
+
+def test_a_python_helper_with_a_leading_underscore_gives_way_to_the_public_function_it_serves(
+    tmp_path: Path,
+) -> None:
+    # Given a module's internal loader and the public function that calls it, scoring alike
+    write(
+        tmp_path,
+        "app/findpaths.py",
+        "def _load_toml(path):\n"
+        "    '''Load a pyproject.toml file's [tool.pytest] table.'''\n"
+        "    return parse_toml(path).get('tool', {}).get('pytest')\n\n\n"
+        "def locate_config(args):\n"
+        "    '''Walk up from the arguments to the first config file that names pytest.'''\n"
+        "    for base in args:\n"
+        "        loaded = _load_toml(base / 'pyproject.toml')\n"
+        "        if loaded is not None:\n"
+        "            return base, loaded\n"
+        "    return None, None\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "7" * 40, RepoRef("findpaths", str(tmp_path)))
+    # When the question could be either
+    result = search_only.answer(
+        "Where is the pytest table of pyproject.toml loaded from the config file?", Toolbox(snap)
+    )
+    # Then the public function is cited
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/findpaths.py", 6, "locate_config")

@@ -72,6 +72,7 @@ SETTING_KINDS = ("constant", "definition", "key")
 # instead: the entry point, not its helper (`_entry_point`).
 ENTRY_SHARE = 0.5
 CALLABLE_KINDS = ("function", "method")
+PRIVATE_SHARE = 0.85  # a Python helper's share against the other places of its file
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
 UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
@@ -447,7 +448,7 @@ def rank(
         weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
         s = (top.score() + SECOND_WEIGHT * min(second, top.score())) * weight
         # What a class's own lines say picks the place cited, never the file.
-        best = _first_place(sorted(cs, key=lambda c: (-c.score(True), c.line)), True)
+        best = _first_place(sorted(cs, key=lambda c: (-_place_score(c), c.line)), True)
         best = _entry_point(best, cs)
         line, end = best.line, None
         start = (path, best.line) in first
@@ -474,6 +475,15 @@ def _first_place(cs: list[_Candidate], own: bool) -> _Candidate:
     if best.kind == "file" and len(cs) > 1 and cs[1].score(own) >= 0.5 * best.score(own):
         best = cs[1]
     return best
+
+
+def _place_score(c: _Candidate) -> float:
+    """What a place is worth against the other places of its file: a Python name with one leading
+    underscore is the module's internal helper, and counts PRIVATE_SHARE of itself."""
+    s = c.score(True)
+    if c.name.startswith("_") and not c.name.startswith("__") and c.path.endswith(".py"):
+        s *= PRIVATE_SHARE
+    return s
 
 
 def _entry_point(best: _Candidate, cs: list[_Candidate]) -> _Candidate:
