@@ -351,3 +351,28 @@ def test_a_python_helper_with_a_leading_underscore_gives_way_to_the_public_funct
     # Then the public function is cited
     top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/findpaths.py", 6, "locate_config")
+
+
+def test_between_a_files_places_a_name_and_doc_outweigh_words_in_a_body(tmp_path: Path) -> None:
+    # Given a function whose name and docstring say what the question asks, and one that only
+    # registers markers with help texts saying a little more of its words
+    write(
+        tmp_path,
+        "app/plugin.py",
+        "def evaluate_skip_marks(item):\n"
+        "    '''Evaluate the skip marks of an item: is the test skipped, is its condition true?'''\n"
+        "    return item.reason\n\n\n"
+        "def configure(config):\n"
+        "    config.add_marker('skip_if', 'skip the test when the condition is true')\n"
+        "    config.add_marker('skip', 'skip the test; the condition is always true')\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "6" * 40, RepoRef("skipping", str(tmp_path)))
+    # When the question asks where the skip is decided
+    result = search_only.answer(
+        "Where do we decide that a test is skipped because its condition is true?", Toolbox(snap)
+    )
+    # Then the function that evaluates the marks is cited
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/plugin.py", 1, "evaluate_skip_marks")

@@ -73,6 +73,7 @@ SETTING_KINDS = ("constant", "definition", "key")
 ENTRY_SHARE = 0.5
 CALLABLE_KINDS = ("function", "method")
 PRIVATE_SHARE = 0.85  # a Python helper's share against the other places of its file
+PLACE_BODY_SHARE = 0.8  # between a file's places, what a body says against its name and doc
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
 UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
@@ -478,9 +479,13 @@ def _first_place(cs: list[_Candidate], own: bool) -> _Candidate:
 
 
 def _place_score(c: _Candidate) -> float:
-    """What a place is worth against the other places of its file: a Python name with one leading
-    underscore is the module's internal helper, and counts PRIVATE_SHARE of itself."""
-    s = c.score(True)
+    """What a place is worth against the other places of its file: what its body says counts
+    PLACE_BODY_SHARE of itself against its name and doc, and a Python name with one leading
+    underscore is the module's internal helper, which counts PRIVATE_SHARE of itself."""
+    s = c.bm25 * DEF_KIND_WEIGHT.get(c.kind, 0.8) + PLACE_BODY_SHARE * (
+        BODY_WEIGHT * sum(c.body.values()) + c.own
+    )
+    s *= c.boost * (NAMED_WEIGHT if c.named else 1.0)
     if c.name.startswith("_") and not c.name.startswith("__") and c.path.endswith(".py"):
         s *= PRIVATE_SHARE
     return s
