@@ -263,3 +263,116 @@ def test_a_file_the_question_names_by_quoting_it_is_first(tmp_path: Path) -> Non
     result = search_only.answer("Where does `frob --version` print its version?", Toolbox(snap))
     # Then the script named like it comes first
     assert result.evidence[0].path == "tools/frob.sh"
+
+
+def test_a_class_whose_own_lines_answer_is_cited_over_the_function_that_registers_it(
+    tmp_path: Path,
+) -> None:
+    # Given a plugin class whose docstring and attributes say what it does, its work done in a
+    # method, and a function that only registers its option with a help text of the same words
+    write(
+        tmp_path,
+        "app/ordering.py",
+        "class NewFirstPlugin:\n"
+        "    '''Plugin for the option that runs new tests first.'''\n\n"
+        "    first = 'new'  # run new tests first\n\n"
+        "    def reorder(self, items):\n"
+        "        return sorted(items, key=lambda i: i.mtime)\n\n\n"
+        "def add_options(parser):\n"
+        "    parser.add('--nf', help='Run new tests first, then the rest')\n"
+        "    parser.add('--ff', help='Run failed tests first, then the new tests')\n"
+        "    parser.add('--sw', help='Stop at the first failure, run it first next time')\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "9" * 40, RepoRef("plugins", str(tmp_path)))
+    # When the question asks how the option that runs new tests first works
+    result = search_only.answer(
+        "How does the option that runs new tests first work?", Toolbox(snap)
+    )
+    # Then the class is cited, at its own line
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "NewFirstPlugin")
+
+
+def test_the_entry_point_is_cited_rather_than_its_helper_of_a_longer_name(tmp_path: Path) -> None:
+    # Given a function and its helper, whose name is the function's plus a word and whose body
+    # says more of the question's words
+    write(
+        tmp_path,
+        "app/ordering.py",
+        "def reorder_items(items):\n"
+        "    '''Reorder the items so that a fixture's setup is shared.'''\n"
+        "    scoped = {}\n"
+        "    return list(reorder_items_atscope(items, scoped, 0))\n\n\n"
+        "def reorder_items_atscope(items, scoped, scope):\n"
+        "    '''Reorder items at one scope: items sharing a scoped fixture run together.'''\n"
+        "    for item in items:\n"
+        "        scoped.setdefault(item.fixture, []).append(item)\n"
+        "    return [i for fixture in scoped for i in scoped[fixture]]\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "8" * 40, RepoRef("ordering", str(tmp_path)))
+    # When the question asks where the reordering is
+    result = search_only.answer(
+        "Where are the tests reordered by the scope of their fixtures?", Toolbox(snap)
+    )
+    # Then the entry point is cited, not its helper
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "reorder_items")
+
+
+def test_a_python_helper_with_a_leading_underscore_gives_way_to_the_public_function_it_serves(
+    tmp_path: Path,
+) -> None:
+    # Given a module's internal loader and the public function that calls it, scoring alike
+    write(
+        tmp_path,
+        "app/findpaths.py",
+        "def _load_toml(path):\n"
+        "    '''Load a pyproject.toml file's [tool.pytest] table.'''\n"
+        "    return parse_toml(path).get('tool', {}).get('pytest')\n\n\n"
+        "def locate_config(args):\n"
+        "    '''Walk up from the arguments to the first config file that names pytest.'''\n"
+        "    for base in args:\n"
+        "        loaded = _load_toml(base / 'pyproject.toml')\n"
+        "        if loaded is not None:\n"
+        "            return base, loaded\n"
+        "    return None, None\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "7" * 40, RepoRef("findpaths", str(tmp_path)))
+    # When the question could be either
+    result = search_only.answer(
+        "Where is the pytest table of pyproject.toml loaded from the config file?", Toolbox(snap)
+    )
+    # Then the public function is cited
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/findpaths.py", 6, "locate_config")
+
+
+def test_between_a_files_places_a_name_and_doc_outweigh_words_in_a_body(tmp_path: Path) -> None:
+    # Given a function whose name and docstring say what the question asks, and one that only
+    # registers markers with help texts saying a little more of its words
+    write(
+        tmp_path,
+        "app/plugin.py",
+        "def evaluate_skip_marks(item):\n"
+        "    '''Evaluate the skip marks of an item: is the test skipped, is its condition true?'''\n"
+        "    return item.reason\n\n\n"
+        "def configure(config):\n"
+        "    config.add_marker('skip_if', 'skip the test when the condition is true')\n"
+        "    config.add_marker('skip', 'skip the test; the condition is always true')\n",
+    )
+    for i in range(20):  # so that the question's words are rare
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, "6" * 40, RepoRef("skipping", str(tmp_path)))
+    # When the question asks where the skip is decided
+    result = search_only.answer(
+        "Where do we decide that a test is skipped because its condition is true?", Toolbox(snap)
+    )
+    # Then the function that evaluates the marks is cited
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == ("app/plugin.py", 1, "evaluate_skip_marks")

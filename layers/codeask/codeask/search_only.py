@@ -44,6 +44,7 @@ HIT_WEIGHT = 1.0  # a rare question word ripgrep found inside a definition, per 
 EXACT_WEIGHT = 2.0  # ... when it is a quoted phrase or an identifier from the question
 BODY_WEIGHT = 1.0  # the question's words in a candidate's body, as BM25 with this weight
 BODY_CANDIDATES = 300
+BODY_KINDS = ("function", "method", "class")  # the definitions whose bodies are read
 BODY_LINES = 400
 BODY_AVG_WORDS = 120.0
 K1, B = 1.2, 0.75
@@ -67,6 +68,12 @@ FOLDER_WEIGHT = 1.5
 # "What is the default X": a constant, a macro or a config key sets it, not a function using it.
 DEFAULT_WEIGHT = 2.0
 SETTING_KINDS = ("constant", "definition", "key")
+# A place whose name is the best place's name less some words, scoring this much of it, is cited
+# instead: the entry point, not its helper (`_entry_point`).
+ENTRY_SHARE = 0.5
+CALLABLE_KINDS = ("function", "method")
+PRIVATE_SHARE = 0.85  # a Python helper's share against the other places of its file
+PLACE_BODY_SHARE = 0.8  # between a file's places, what a body says against its name and doc
 SNIPPET_LINES = 4
 RESERVE_S = 10.0  # of the question's time left, kept for the searches and the write-up
 UNINDEXED_FILES = 40  # without an index, the files with the most of the question parsed on the spot
@@ -226,9 +233,12 @@ class _Candidate:
     hit_line: int | None = None  # where an exact phrase or identifier of the question is
     named: bool = False  # its name is an identifier the question quotes
     boost: float = 1.0  # what the question's intent makes of its kind
+    own: float = 0.0  # a class's own lines (not its methods'): which place of its file to cite
 
-    def score(self) -> float:
+    def score(self, own: bool = False) -> float:
         s = self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(self.body.values())
+        if own:
+            s += self.own
         return s * self.boost * (NAMED_WEIGHT if self.named else 1.0)
 
 
@@ -434,12 +444,13 @@ def rank(
     places: dict[str, _Candidate] = {}
     for path, cs in by_file.items():
         cs.sort(key=lambda c: (-c.score(), c.line))
-        best = cs[0]
-        if best.kind == "file" and len(cs) > 1 and cs[1].score() >= 0.5 * best.score():
-            best = cs[1]  # cite what the file defines, not its first line
+        top = _first_place(cs, False)
         second = cs[1].score() if len(cs) > 1 else 0.0
         weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
-        s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
+        s = (top.score() + SECOND_WEIGHT * min(second, top.score())) * weight
+        # What a class's own lines say picks the place cited, never the file.
+        best = _first_place(sorted(cs, key=lambda c: (-_place_score(c), c.line)), True)
+        best = _entry_point(best, cs)
         line, end = best.line, None
         start = (path, best.line) in first
         if best.hit_line is not None and best.hit_line != best.line and (start or not best.named):
@@ -457,6 +468,44 @@ def rank(
         out = [e for e in out if e.score >= floor]
     _inner_lines(toolbox, indexes, groups, pairs, out[:TOP_FILES], places)
     return out
+
+
+def _first_place(cs: list[_Candidate], own: bool) -> _Candidate:
+    """The best of a file's places, in order: what the file defines rather than its first line."""
+    best = cs[0]
+    if best.kind == "file" and len(cs) > 1 and cs[1].score(own) >= 0.5 * best.score(own):
+        best = cs[1]
+    return best
+
+
+def _place_score(c: _Candidate) -> float:
+    """What a place is worth against the other places of its file: what its body says counts
+    PLACE_BODY_SHARE of itself against its name and doc, and a Python name with one leading
+    underscore is the module's internal helper, which counts PRIVATE_SHARE of itself."""
+    s = c.bm25 * DEF_KIND_WEIGHT.get(c.kind, 0.8) + PLACE_BODY_SHARE * (
+        BODY_WEIGHT * sum(c.body.values()) + c.own
+    )
+    s *= c.boost * (NAMED_WEIGHT if c.named else 1.0)
+    if c.name.startswith("_") and not c.name.startswith("__") and c.path.endswith(".py"):
+        s *= PRIVATE_SHARE
+    return s
+
+
+def _entry_point(best: _Candidate, cs: list[_Candidate]) -> _Candidate:
+    """The place of a file whose name is the best place's name less some words (`reorder_items`
+    for `reorder_items_atscope`, `add_message` for `_add_one_message`) and that scores at least
+    ENTRY_SHARE of it: the entry point, of which the best is a helper."""
+    if best.kind not in CALLABLE_KINDS:
+        return best
+    words = set(split_identifier(best.name))
+    floor = ENTRY_SHARE * best.score(True)
+    for c in cs:
+        if c is best or c.kind not in CALLABLE_KINDS or c.score(True) < floor:
+            continue
+        mine = set(split_identifier(c.name))
+        if len(mine) >= 2 and mine < words:
+            return c
+    return best
 
 
 def _file_weight(
@@ -644,7 +693,7 @@ def _add_bodies(
     df = {w: sum(ix.count(w) for _, ix in indexes) for w in want}
     idf = {w: math.log(1 + rows / (1 + df[w])) for w in want}
     top = sorted(
-        (c for c in cands.values() if c.kind in ("function", "method") and c.end > c.line),
+        (c for c in cands.values() if c.kind in BODY_KINDS and c.end > c.line),
         key=lambda c: -c.score(),
     )[:BODY_CANDIDATES]
     files: dict[str, list[str] | None] = {}
@@ -655,8 +704,10 @@ def _add_bodies(
         lines = files[c.path]
         if not lines:
             continue
-        tf, n, best_line = _read_body(lines[c.line : min(c.end, c.line + BODY_LINES)], c.line + 1,
-                                      {w: idf[w] * want[w][0] for w in want})  # fmt: skip
+        body = lines[c.line : min(c.end, c.line + BODY_LINES)]
+        if c.kind == "class":  # its own lines: each method is a candidate of its own
+            body = _own_lines(body, c, _file_spans(indexes, c.path))
+        tf, n, best_line = _read_body(body, c.line + 1, {w: idf[w] * want[w][0] for w in want})
         if not tf:
             continue
         if c.hit_line is None and best_line - c.line > DEEP_LINES:
@@ -665,8 +716,34 @@ def _add_bodies(
         norm = K1 * (1 - B + B * max(n, BODY_AVG_WORDS) / BODY_AVG_WORDS)
         for w, f in tf.items():
             weight, label = want[w]
-            c.body["body:" + w] = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
-            c.labels.add(label)
+            got = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
+            if c.kind == "class":
+                c.own += got
+            else:
+                c.body["body:" + w] = got
+                c.labels.add(label)
+
+
+def _file_spans(
+    indexes: list[tuple[str, DefinitionIndex]], path: str
+) -> list[tuple[int, int, str, str]]:
+    """(line, end, kind, name) of the definitions in a file, from its repository's index."""
+    for prefix, index in indexes:
+        if path.startswith(prefix):
+            return index.definitions_in(path[len(prefix) :])
+    return []
+
+
+def _own_lines(body: list[str], c: _Candidate, spans: list[tuple[int, int, str, str]]) -> list[str]:
+    """A class's body (from the line after its own) with the lines of the functions and classes
+    nested in it blanked out, numbering kept."""
+    out = list(body)
+    for line, end, kind, _ in spans:
+        if c.line < line and end <= c.end and kind in BODY_KINDS:
+            for n in range(line, end + 1):
+                if 0 <= n - c.line - 1 < len(out):
+                    out[n - c.line - 1] = ""
+    return out
 
 
 def _read_body(
