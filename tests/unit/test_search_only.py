@@ -263,3 +263,22 @@ def test_a_file_the_question_names_by_quoting_it_is_first(tmp_path: Path) -> Non
     result = search_only.answer("Where does `frob --version` print its version?", Toolbox(snap))
     # Then the script named like it comes first
     assert result.evidence[0].path == "tools/frob.sh"
+
+
+def test_what_a_module_says_it_is_for_lifts_the_places_in_it(tmp_path: Path) -> None:
+    # Given two modules with the same small function, one named a little closer to the question,
+    # the other opening with a docstring that says what the module is for
+    write(tmp_path, "app/format.py", "def fit_long(text, width):\n    return text[:width]\n")
+    write(
+        tmp_path,
+        "app/wrap.py",
+        '"""Long text is cut short here to fit the terminal."""\n\n\n'
+        "def fit_text(text, width):\n    return text[:width]\n",
+    )
+    for i in range(6):
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}():\n    return {i}\n")
+    snap = Snapshot(tmp_path, "7" * 40, RepoRef("entries", str(tmp_path)))
+    # When the question says what the docstring says
+    result = search_only.answer("Where is long text cut short to fit the terminal?", Toolbox(snap))
+    # Then that module's function comes first, cited at its own line
+    assert (result.evidence[0].path, result.evidence[0].line) == ("app/wrap.py", 4)

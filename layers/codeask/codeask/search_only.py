@@ -51,6 +51,10 @@ K1, B = 1.2, 0.75
 # independent set but lost the one file that defines a Helm helper to the templates that use it
 # twice each (the easy set): kept at 0.2.
 SECOND_WEIGHT = 0.2
+# A file's own entry (its name, its path's words, its opening docstring or comment) adds this much
+# of its BM25 to the file's best place: what the module says it is for is context for every place
+# in it, even when the entry itself is too weak to be among the index's best results.
+ENTRY_WEIGHT = 0.3
 # The same definition as the best place of this many files or more, each scoring within
 # TWIN_CLOSE of the other, is a copy that singles none of them out (`_damp_twins`).
 TWIN_FILES = 3
@@ -430,6 +434,7 @@ def rank(
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
     named_files = _named_files(toolbox, pairs)
+    entries = _entry_scores(indexes, groups, list(by_file))
     out = []
     places: dict[str, _Candidate] = {}
     for path, cs in by_file.items():
@@ -439,7 +444,10 @@ def rank(
             best = cs[1]  # cite what the file defines, not its first line
         second = cs[1].score() if len(cs) > 1 else 0.0
         weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
-        s = (best.score() + SECOND_WEIGHT * min(second, best.score())) * weight
+        entry = (
+            0.0 if best.kind == "file" else ENTRY_WEIGHT * min(entries.get(path, 0.0), best.score())
+        )
+        s = (best.score() + SECOND_WEIGHT * min(second, best.score()) + entry) * weight
         line, end = best.line, None
         start = (path, best.line) in first
         if best.hit_line is not None and best.hit_line != best.line and (start or not best.named):
@@ -456,6 +464,21 @@ def rank(
         floor = out[0].score * MIN_RELATIVE_SCORE
         out = [e for e in out if e.score >= floor]
     _inner_lines(toolbox, indexes, groups, pairs, out[:TOP_FILES], places)
+    return out
+
+
+def _entry_scores(
+    indexes: list[tuple[str, DefinitionIndex]],
+    groups: list[tuple[tuple[str, ...], float, str]],
+    paths: list[str],
+) -> dict[str, float]:
+    """Each file's own entry scored against the question (DefinitionIndex.file_scores)."""
+    out: dict[str, float] = {}
+    query = [(g, w) for g, w, _ in groups]
+    for prefix, index in indexes:
+        mine = [p[len(prefix) :] for p in paths if p.startswith(prefix)]
+        for rel, score in index.file_scores(mine, query).items():
+            out[prefix + rel] = score
     return out
 
 
