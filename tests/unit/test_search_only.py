@@ -74,6 +74,15 @@ def test_pronouns_are_not_searched_for() -> None:
     assert not labels & {"this", "they"}
 
 
+def test_modal_verbs_are_not_searched_for() -> None:
+    # "may be kept": `may` is a modal like `might` and `must`, and no word of the code's
+    labels = {t.label for t in search_only.question_terms("Which wheel may be kept?")}
+    groups = {w for words, _, _ in search_only.question_groups("Which wheel may be kept?")
+              for w in words}  # fmt: skip
+    assert "wheel" in labels and "wheel" in groups
+    assert "may" not in labels | groups
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [

@@ -96,7 +96,7 @@ _STOP = set(
     file files function functions method class implemented implement implementation work works
     working handle handles handled happen happens logic defined define definition called call
     calls decide decides whether somewhere exist exists already helper there's we're it's isn't
-    doesn't don't don doesn isn aren wasn won didn shouldn""".split()
+    doesn't don't don doesn isn aren wasn won didn shouldn may shall""".split()
 )
 # `code`, "quoted" or 'quoted' text; an apostrophe inside a word (chart's) opens no quote
 _IDENT_RE = re.compile(r"`([^`]+)`|\"([^\"]{3,})\"|(?<!\w)'([^']{3,})'(?!\w)")
