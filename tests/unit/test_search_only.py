@@ -74,6 +74,15 @@ def test_pronouns_are_not_searched_for() -> None:
     assert not labels & {"this", "they"}
 
 
+def test_modal_verbs_are_not_searched_for() -> None:
+    # "may be kept": `may` is a modal like `might` and `must`, and no word of the code's
+    labels = {t.label for t in search_only.question_terms("Which wheel may be kept?")}
+    groups = {w for words, _, _ in search_only.question_groups("Which wheel may be kept?")
+              for w in words}  # fmt: skip
+    assert "wheel" in labels and "wheel" in groups
+    assert "may" not in labels | groups
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
@@ -376,3 +385,22 @@ def test_between_a_files_places_a_name_and_doc_outweigh_words_in_a_body(tmp_path
     # Then the function that evaluates the marks is cited
     top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/plugin.py", 1, "evaluate_skip_marks")
+
+
+def test_what_a_module_says_it_is_for_lifts_the_places_in_it(tmp_path: Path) -> None:
+    # Given two modules with the same small function, one named a little closer to the question,
+    # the other opening with a docstring that says what the module is for
+    write(tmp_path, "app/format.py", "def fit_long(text, width):\n    return text[:width]\n")
+    write(
+        tmp_path,
+        "app/wrap.py",
+        '"""Long text is cut short here to fit the terminal."""\n\n\n'
+        "def fit_text(text, width):\n    return text[:width]\n",
+    )
+    for i in range(6):
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}():\n    return {i}\n")
+    snap = Snapshot(tmp_path, "7" * 40, RepoRef("entries", str(tmp_path)))
+    # When the question says what the docstring says
+    result = search_only.answer("Where is long text cut short to fit the terminal?", Toolbox(snap))
+    # Then that module's function comes first, cited at its own line
+    assert (result.evidence[0].path, result.evidence[0].line) == ("app/wrap.py", 4)

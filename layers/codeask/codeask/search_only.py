@@ -52,6 +52,10 @@ K1, B = 1.2, 0.75
 # independent set but lost the one file that defines a Helm helper to the templates that use it
 # twice each (the easy set): kept at 0.2.
 SECOND_WEIGHT = 0.2
+# A file's own entry (its name, its path's words, its opening docstring or comment) adds this much
+# of its BM25 to the file's best place: what the module says it is for is context for every place
+# in it, even when the entry itself is too weak to be among the index's best results.
+ENTRY_WEIGHT = 0.3
 # The same definition as the best place of this many files or more, each scoring within
 # TWIN_CLOSE of the other, is a copy that singles none of them out (`_damp_twins`).
 TWIN_FILES = 3
@@ -99,7 +103,7 @@ _STOP = set(
     file files function functions method class implemented implement implementation work works
     working handle handles handled happen happens logic defined define definition called call
     calls decide decides whether somewhere exist exists already helper there's we're it's isn't
-    doesn't don't don doesn isn aren wasn won didn shouldn""".split()
+    doesn't don't don doesn isn aren wasn won didn shouldn may shall""".split()
 )
 # `code`, "quoted" or 'quoted' text; an apostrophe inside a word (chart's) opens no quote
 _IDENT_RE = re.compile(r"`([^`]+)`|\"([^\"]{3,})\"|(?<!\w)'([^']{3,})'(?!\w)")
@@ -440,6 +444,7 @@ def rank(
     for c in cands.values():
         by_file.setdefault(c.path, []).append(c)
     named_files = _named_files(toolbox, pairs)
+    entries = _entry_scores(indexes, groups, list(by_file))
     out = []
     places: dict[str, _Candidate] = {}
     for path, cs in by_file.items():
@@ -447,7 +452,10 @@ def rank(
         top = _first_place(cs, False)
         second = cs[1].score() if len(cs) > 1 else 0.0
         weight = _file_weight(_file_kind(indexes, path), path, asked, folders, named_files)
-        s = (top.score() + SECOND_WEIGHT * min(second, top.score())) * weight
+        entry = (
+            0.0 if top.kind == "file" else ENTRY_WEIGHT * min(entries.get(path, 0.0), top.score())
+        )
+        s = (top.score() + SECOND_WEIGHT * min(second, top.score()) + entry) * weight
         # What a class's own lines say picks the place cited, never the file.
         best = _first_place(sorted(cs, key=lambda c: (-_place_score(c), c.line)), True)
         best = _entry_point(best, cs)
@@ -506,6 +514,21 @@ def _entry_point(best: _Candidate, cs: list[_Candidate]) -> _Candidate:
         if len(mine) >= 2 and mine < words:
             return c
     return best
+
+
+def _entry_scores(
+    indexes: list[tuple[str, DefinitionIndex]],
+    groups: list[tuple[tuple[str, ...], float, str]],
+    paths: list[str],
+) -> dict[str, float]:
+    """Each file's own entry scored against the question (DefinitionIndex.file_scores)."""
+    out: dict[str, float] = {}
+    query = [(g, w) for g, w, _ in groups]
+    for prefix, index in indexes:
+        mine = [p[len(prefix) :] for p in paths if p.startswith(prefix)]
+        for rel, score in index.file_scores(mine, query).items():
+            out[prefix + rel] = score
+    return out
 
 
 def _file_weight(

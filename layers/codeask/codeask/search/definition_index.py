@@ -175,6 +175,34 @@ class DefinitionIndex:
                              scores[rowid], _bits(matched[rowid])))  # fmt: skip
         return out
 
+    def file_scores(
+        self, paths: list[str], groups: list[tuple[tuple[str, ...], float]]
+    ) -> dict[str, float]:
+        """Σ weight × BM25 of each file's own entry (its name, its path's words and its opening
+        comment or docstring) for the query, as `search` scores a definition; 0 for none."""
+        weight: dict[str, float] = {}
+        for group, w in groups:
+            for word in dict.fromkeys(group):
+                weight[word] = weight.get(word, 0.0) + w
+        ids = [self._file_ids[p] for p in paths if p in self._file_ids]
+        out: dict[str, float] = {}
+        with self._lock:
+            df = {w: self._count(w) for w in weight}
+            words = [w for w in weight if df[w]]
+            if not words or not ids:
+                return out
+            files: dict[int, int] = {}  # the entry's row -> its file
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                q = f"SELECT id, file FROM defs WHERE file IN ({marks}) AND kind = 'file'"
+                files.update(self._db.execute(q, chunk))
+            for rowid, (fs, length) in self._freqs(list(files), words).items():
+                score = sum(weight[w] * self._bm25(f, length, df[w]) for w, f in fs.items())
+                if score > 0:
+                    out[self._paths[files[rowid]][0]] = score
+        return out
+
     def _best(
         self, ordered: list[int], scores: dict[int, float], limit: int
     ) -> tuple[list[int], dict[int, tuple[int, int, int, str, str, str]]]:
