@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from codeask import search_only
+from codeask.search_only import Evidence
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
 
@@ -274,6 +275,15 @@ def test_a_file_the_question_names_by_quoting_it_is_first(tmp_path: Path) -> Non
     assert result.evidence[0].path == "tools/frob.sh"
 
 
+def _top_among_fillers(tmp_path: Path, question: str, *, sha: str, repo: str) -> Evidence:
+    """The first place search-only cites for `question` once 20 small unrelated modules sit
+    beside what the test wrote, so that the question's words are rare."""
+    for i in range(20):
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
+    snap = Snapshot(tmp_path, sha * 40, RepoRef(repo, str(tmp_path)))
+    return search_only.answer(question, Toolbox(snap)).evidence[0]
+
+
 def test_a_class_whose_own_lines_answer_is_cited_over_the_function_that_registers_it(
     tmp_path: Path,
 ) -> None:
@@ -292,15 +302,11 @@ def test_a_class_whose_own_lines_answer_is_cited_over_the_function_that_register
         "    parser.add('--ff', help='Run failed tests first, then the new tests')\n"
         "    parser.add('--sw', help='Stop at the first failure, run it first next time')\n",
     )
-    for i in range(20):  # so that the question's words are rare
-        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
-    snap = Snapshot(tmp_path, "9" * 40, RepoRef("plugins", str(tmp_path)))
     # When the question asks how the option that runs new tests first works
-    result = search_only.answer(
-        "How does the option that runs new tests first work?", Toolbox(snap)
+    top = _top_among_fillers(
+        tmp_path, "How does the option that runs new tests first work?", sha="9", repo="plugins"
     )
     # Then the class is cited, at its own line
-    top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "NewFirstPlugin")
 
 
@@ -320,15 +326,14 @@ def test_the_entry_point_is_cited_rather_than_its_helper_of_a_longer_name(tmp_pa
         "        scoped.setdefault(item.fixture, []).append(item)\n"
         "    return [i for fixture in scoped for i in scoped[fixture]]\n",
     )
-    for i in range(20):  # so that the question's words are rare
-        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
-    snap = Snapshot(tmp_path, "8" * 40, RepoRef("ordering", str(tmp_path)))
     # When the question asks where the reordering is
-    result = search_only.answer(
-        "Where are the tests reordered by the scope of their fixtures?", Toolbox(snap)
+    top = _top_among_fillers(
+        tmp_path,
+        "Where are the tests reordered by the scope of their fixtures?",
+        sha="8",
+        repo="ordering",
     )
     # Then the entry point is cited, not its helper
-    top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/ordering.py", 1, "reorder_items")
 
 
@@ -350,15 +355,14 @@ def test_a_python_helper_with_a_leading_underscore_gives_way_to_the_public_funct
         "            return base, loaded\n"
         "    return None, None\n",
     )
-    for i in range(20):  # so that the question's words are rare
-        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
-    snap = Snapshot(tmp_path, "7" * 40, RepoRef("findpaths", str(tmp_path)))
     # When the question could be either
-    result = search_only.answer(
-        "Where is the pytest table of pyproject.toml loaded from the config file?", Toolbox(snap)
+    top = _top_among_fillers(
+        tmp_path,
+        "Where is the pytest table of pyproject.toml loaded from the config file?",
+        sha="7",
+        repo="findpaths",
     )
     # Then the public function is cited
-    top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/findpaths.py", 6, "locate_config")
 
 
@@ -375,15 +379,14 @@ def test_between_a_files_places_a_name_and_doc_outweigh_words_in_a_body(tmp_path
         "    config.add_marker('skip_if', 'skip the test when the condition is true')\n"
         "    config.add_marker('skip', 'skip the test; the condition is always true')\n",
     )
-    for i in range(20):  # so that the question's words are rare
-        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x + {i}\n")
-    snap = Snapshot(tmp_path, "6" * 40, RepoRef("skipping", str(tmp_path)))
     # When the question asks where the skip is decided
-    result = search_only.answer(
-        "Where do we decide that a test is skipped because its condition is true?", Toolbox(snap)
+    top = _top_among_fillers(
+        tmp_path,
+        "Where do we decide that a test is skipped because its condition is true?",
+        sha="6",
+        repo="skipping",
     )
     # Then the function that evaluates the marks is cited
-    top = result.evidence[0]
     assert (top.path, top.line, top.name) == ("app/plugin.py", 1, "evaluate_skip_marks")
 
 

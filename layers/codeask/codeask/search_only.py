@@ -751,10 +751,18 @@ def _file_spans(
     indexes: list[tuple[str, DefinitionIndex]], path: str
 ) -> list[tuple[int, int, str, str]]:
     """(line, end, kind, name) of the definitions in a file, from its repository's index."""
+    got = _indexed(indexes, path)
+    return got[0].definitions_in(got[1]) if got is not None else []
+
+
+def _indexed(
+    indexes: list[tuple[str, DefinitionIndex]], path: str
+) -> tuple[DefinitionIndex, str] | None:
+    """The index of the repository a path is in, and the path inside it; None for none."""
     for prefix, index in indexes:
         if path.startswith(prefix):
-            return index.definitions_in(path[len(prefix) :])
-    return []
+            return index, path[len(prefix) :]
+    return None
 
 
 def _own_lines(body: list[str], c: _Candidate, spans: list[tuple[int, int, str, str]]) -> list[str]:
@@ -829,9 +837,9 @@ class _Spans:
         return got
 
     def _find(self, path: str) -> list[tuple[int, int, str, str]]:
-        for prefix, index in self.indexes:
-            if path.startswith(prefix):
-                return index.definitions_in(path[len(prefix) :])
+        got = _indexed(self.indexes, path)
+        if got is not None:
+            return got[0].definitions_in(got[1])
         if path not in self.parse_now:
             return []
         lines = _raw_lines(self.toolbox, path)
@@ -845,10 +853,8 @@ class _Spans:
 
 
 def _file_kind(indexes: list[tuple[str, DefinitionIndex]], path: str) -> str:
-    for prefix, index in indexes:
-        if path.startswith(prefix):
-            return index.file_kind(path[len(prefix) :])
-    return file_kind(path)
+    got = _indexed(indexes, path)
+    return got[0].file_kind(got[1]) if got is not None else file_kind(path)
 
 
 def _innermost(

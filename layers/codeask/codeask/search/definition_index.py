@@ -135,12 +135,7 @@ class DefinitionIndex:
         (all their definitions); the commoner words then add to the candidates' scores, computed
         in Python the same way: scoring every row that says `test` or `chart` costs far more than
         it tells."""
-        weight: dict[str, float] = {}
-        mask: dict[str, int] = {}  # which groups a word belongs to, one bit each
-        for gi, (words, w) in enumerate(groups):
-            for word in dict.fromkeys(words):
-                weight[word] = weight.get(word, 0.0) + w
-                mask[word] = mask.get(word, 0) | 1 << gi
+        weight, mask = _word_weights(groups)
         with self._lock:
             df = {w: self._count(w) for w in weight}
             present = sorted((w for w in weight if df[w]), key=lambda w: (df[w], w))
@@ -180,10 +175,7 @@ class DefinitionIndex:
     ) -> dict[str, float]:
         """Σ weight × BM25 of each file's own entry (its name, its path's words and its opening
         comment or docstring) for the query, as `search` scores a definition; 0 for none."""
-        weight: dict[str, float] = {}
-        for group, w in groups:
-            for word in dict.fromkeys(group):
-                weight[word] = weight.get(word, 0.0) + w
+        weight, _ = _word_weights(groups)
         ids = [self._file_ids[p] for p in paths if p in self._file_ids]
         out: dict[str, float] = {}
         with self._lock:
@@ -417,3 +409,17 @@ def index_for(
             while len(_cache) > _CACHED:
                 _cache.pop(next(iter(_cache)))
         return index
+
+
+def _word_weights(
+    groups: list[tuple[tuple[str, ...], float]],
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Each word's weight, summed over the groups it is in (once per group), and which groups it
+    is in, one bit each."""
+    weight: dict[str, float] = {}
+    mask: dict[str, int] = {}
+    for gi, (words, w) in enumerate(groups):
+        for word in dict.fromkeys(words):
+            weight[word] = weight.get(word, 0.0) + w
+            mask[word] = mask.get(word, 0) | 1 << gi
+    return weight, mask
