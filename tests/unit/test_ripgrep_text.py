@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from codeask.search.ripgrep import clean_lines, clean_text
+from codeask.search.ripgrep import clean_lines, clean_text, find_rg, run_rg
 
 
 def one_by_one(data: bytes) -> list[str]:
@@ -37,3 +39,20 @@ def one_by_one(data: bytes) -> list[str]:
 )
 def test_whole_file_decoding_matches_line_by_line(data: bytes) -> None:
     assert clean_lines(data) == one_by_one(data)
+
+
+def test_a_capped_search_keeps_exactly_the_cap_in_path_order(tmp_path: Path) -> None:
+    # Given far more matching lines than the cap, arriving from rg in chunks of any size
+    for i in range(20):
+        (tmp_path / f"f{i:02}.txt").write_text("".join(f"needle {n}\n" for n in range(3000)))
+    # When the same capped, path-sorted search runs a few times
+    runs = [
+        run_rg(find_rg(), tmp_path, "needle", max_matches=1234, extra_args=["--sort", "path"])
+        for _ in range(3)
+    ]
+    # Then each keeps the cap's worth, the same first matches every time, however the output
+    # was chunked
+    for r in runs:
+        assert r.stopped_early and len(r.matches) == 1234
+        assert [(m.path, m.line) for m in r.matches] == [(m.path, m.line) for m in runs[0].matches]
+    assert {m.path for m in runs[0].matches} == {"f00.txt"}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -407,3 +410,38 @@ def test_what_a_module_says_it_is_for_lifts_the_places_in_it(tmp_path: Path) -> 
     result = search_only.answer("Where is long text cut short to fit the terminal?", Toolbox(snap))
     # Then that module's function comes first, cited at its own line
     assert (result.evidence[0].path, result.evidence[0].line) == ("app/wrap.py", 4)
+
+
+_SEED_PROBE = """
+import json
+from codeask import search_only
+from codeask.search.lines import Question, score_lines
+out = []
+for tag in "bcdfghjklmnpqrstvwxz":  # twenty sets of names: some set iterates another way
+    a, b, c, d, e = (f"{x}vq{tag}m" for x in "abcde")
+    worth = {a: 0.1, b: 0.2, c: 0.3, d: 0.5, e: 0.1}
+    body = [f"{d} {e}", f"{a} {b} {c}"]  # 0.5 + 0.1 against 0.1 + 0.2 + 0.3, in some order
+    _, _, line = search_only._read_body(body, 1, worth)
+    scored = score_lines(body, 1, 2, Question(worth, {w: w for w in worth}))
+    out.append([line, {n: repr(v[1]) for n, v in scored.lines.items()}])
+print(json.dumps(out))
+"""
+
+
+def test_body_and_line_scores_do_not_depend_on_the_hash_seed() -> None:
+    # Given lines saying words whose worths sum to the same in exact arithmetic, and not in
+    # floating point unless summed exactly
+    # When their scores are computed in processes with different hash seeds (a Lambda cold start
+    # draws a new one), so that sets of words iterate in different orders
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", _SEED_PROBE],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout  # fmt: skip
+        for seed in range(4)
+    ]
+    # Then every float comes out bit for bit the same
+    assert outs[0] and all(o == outs[0] for o in outs)

@@ -240,7 +240,9 @@ class _Candidate:
     own: float = 0.0  # a class's own lines (not its methods'): which place of its file to cite
 
     def score(self, own: bool = False) -> float:
-        s = self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * sum(self.body.values())
+        s = self.bm25 * DEF_KIND_WEIGHT.get(self.kind, 0.8) + BODY_WEIGHT * math.fsum(
+            self.body.values()
+        )
         if own:
             s += self.own
         return s * self.boost * (NAMED_WEIGHT if self.named else 1.0)
@@ -491,7 +493,7 @@ def _place_score(c: _Candidate) -> float:
     PLACE_BODY_SHARE of itself against its name and doc, and a Python name with one leading
     underscore is the module's internal helper, which counts PRIVATE_SHARE of itself."""
     s = c.bm25 * DEF_KIND_WEIGHT.get(c.kind, 0.8) + PLACE_BODY_SHARE * (
-        BODY_WEIGHT * sum(c.body.values()) + c.own
+        BODY_WEIGHT * math.fsum(c.body.values()) + c.own
     )
     s *= c.boost * (NAMED_WEIGHT if c.named else 1.0)
     if c.name.startswith("_") and not c.name.startswith("__") and c.path.endswith(".py"):
@@ -795,7 +797,7 @@ def _read_body(
                     tf[st] = tf.get(st, 0) + 1
                     on_line.add(st)
         if len(on_line) >= 2:
-            score = sum(worth[w] for w in on_line)
+            score = math.fsum(worth[w] for w in on_line)
             if score > best:
                 best_line, best = row, score
     return tf, n, best_line

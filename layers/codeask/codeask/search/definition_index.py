@@ -190,7 +190,7 @@ class DefinitionIndex:
                 q = f"SELECT id, file FROM defs WHERE file IN ({marks}) AND kind = 'file'"
                 files.update(self._db.execute(q, chunk))
             for rowid, (fs, length) in self._freqs(list(files), words).items():
-                score = sum(weight[w] * self._bm25(f, length, df[w]) for w, f in fs.items())
+                score = math.fsum(weight[w] * self._bm25(f, length, df[w]) for w, f in fs.items())
                 if score > 0:
                     out[self._paths[files[rowid]][0]] = score
         return out

@@ -170,11 +170,11 @@ def score_lines(
         got: dict[str, tuple[float, str]] = {}
         for w, v in weighted.items():
             c = q.concept[w]
-            if v > got.get(c, (0.0, ""))[0]:
+            if (v, w) > got.get(c, (0.0, "")):  # a tie goes to one word, whatever the order
                 got[c] = (v, w)
         if len(got) >= MIN_WORDS or phrase:
             words = tuple(sorted(w for _, w in got.values()))
-            out[n] = (phrase, sum(v for v, _ in got.values()), words)
+            out[n] = (phrase, math.fsum(v for v, _ in got.values()), words)
     return Scored(out)
 
 

@@ -188,6 +188,9 @@ def run_rg(
             batch = records.feed(chunk)
             out.matches += keep(batch) if keep is not None else batch
             if len(out.matches) >= max_matches:
+                # rg's output arrives in chunks of any size: the cap, not where a chunk happened
+                # to end, says which matches are kept (with --sort, the same ones every run)
+                del out.matches[max_matches:]
                 out.stopped_early = True
                 _kill(proc)
                 break
