@@ -445,3 +445,18 @@ def test_body_and_line_scores_do_not_depend_on_the_hash_seed() -> None:
     ]
     # Then every float comes out bit for bit the same
     assert outs[0] and all(o == outs[0] for o in outs)
+
+
+def test_a_body_that_runs_the_question_words_together_says_them(tmp_path: Path) -> None:
+    # Given a function that writes "tests failed" and "max fail" as lower-case compounds, and
+    # one that says a single question word apart, more often
+    write(tmp_path, "run/session.py", "def on_report(self, report):\n"
+          "    self.testsfailed += 1\n    if self.testsfailed >= self.maxfail:\n"
+          "        self.halt()\n")  # fmt: skip
+    write(tmp_path, "run/listing.py", "def show_all(items):\n"
+          + "".join(f"    print(items[{i}])  # tests\n" for i in range(6)))  # fmt: skip
+    snap = Snapshot(tmp_path, "d" * 40, RepoRef("compound", str(tmp_path)))
+    # When the question writes those words apart
+    result = search_only.answer("Where are failed tests counted against the max?", Toolbox(snap))
+    # Then the function that says them run together comes first
+    assert result.evidence[0].path == "run/session.py"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeask.search.vocabulary import split_identifier, stem, synonyms, tokens
+from codeask.search.vocabulary import compound, split_identifier, stem, synonyms, tokens
 
 
 @pytest.mark.parametrize(
@@ -74,3 +74,13 @@ def test_synonyms_are_found_by_any_member_of_their_group() -> None:
     assert stem("configure") in synonyms(stem("config"))
     assert synonyms(stem("number")) and stem("count") in synonyms(stem("numbers"))
     assert synonyms("zebra") == ()
+
+
+def test_a_compound_splits_only_into_words_the_question_says() -> None:
+    wanted = {stem(w) for w in "count failed tests against the max".split()}
+    assert compound("testsfailed", wanted) == ("test", "fail")
+    assert compound("maxfail", wanted) == ("max", "fail")
+    # one half a wanted word is not enough, nor are halves shorter than three letters
+    assert compound("testcase", wanted) == ()
+    assert compound("maxed", {"max", "ed"}) == ()
+    assert compound("failed", wanted) == ()  # a word is not a compound of itself and nothing

@@ -27,7 +27,7 @@ from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine
 from codeask.search.hops import asks_for_hops, cite_hops, start_names, starts
 from codeask.search.lines import better_key, pick_line, question_for, yaml_key
 from codeask.search.syntax import syntax_for
-from codeask.search.vocabulary import split_identifier, stem, synonyms
+from codeask.search.vocabulary import compound, split_identifier, stem, synonyms
 from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
 
@@ -787,13 +787,17 @@ def _read_body(
     tf: dict[str, int] = {}
     n = 0
     best_line, best = 0, 0.0
+    pieces: dict[str, tuple[str, ...]] = {}  # a part -> the wanted words it says (speed only)
     for row, text in enumerate(body, first):
         on_line: set[str] = set()
         for ident in _TOKEN_RE.findall(text):
             for part in split_identifier(ident):
                 n += 1
-                st = stem(part)
-                if st in worth:
+                got = pieces.get(part)
+                if got is None:
+                    st = stem(part)
+                    got = pieces[part] = (st,) if st in worth else compound(part, worth)
+                for st in got:
                     tf[st] = tf.get(st, 0) + 1
                     on_line.add(st)
         if len(on_line) >= 2:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 # `getHTTPProxy` -> get HTTP Proxy, `should_strip_auth` -> should strip auth, `sha256` stays whole.
 # Only ASCII letters and digits match, so one pass over a whole text splits it at everything else.
@@ -133,6 +134,21 @@ def tokens(text: str) -> list[str]:
 
 # The words of a text as written, in order, before `tokens` lowers and stems them.
 word_parts = _PART.findall
+
+
+COMPOUND_PIECE = 3  # the shortest piece of a compound worth reading as a word of its own
+
+
+def compound(part: str, wanted: Collection[str]) -> tuple[str, ...]:
+    """The stems of a lower-case compound that two wanted words make when written together
+    (`testsfailed` -> test, fail; `maxfail` -> max, fail), or () when no split into two pieces of
+    COMPOUND_PIECE letters or more gives two of them. Code runs words together where a question
+    writes them apart; a split is trusted only when both halves are words the question says."""
+    for i in range(COMPOUND_PIECE, len(part) - COMPOUND_PIECE + 1):
+        left, right = stem(part[:i]), stem(part[i:])
+        if left in wanted and right in wanted:
+            return left, right
+    return ()
 
 
 def synonyms(stemmed: str) -> tuple[str, ...]:
