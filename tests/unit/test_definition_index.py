@@ -390,3 +390,27 @@ def test_copies_of_one_definition_leave_room_in_the_results_for_others(tmp_path:
     # different definition is there too
     assert sum(1 for f in found if f.name == "resources") == definition_index.TWINS_KEPT
     assert "common.preset" in {f.name for f in found}
+
+
+@pytest.mark.parametrize("fts5", [True, False])
+def test_the_results_are_kept_as_the_ranking_will_weigh_their_files(
+    tmp_path: Path, fts5: bool
+) -> None:
+    # Given tests whose names say the question's words in full, and the code they test saying
+    # fewer of them
+    for i in range(8):
+        write(tmp_path, f"tests/test_walker{i}.py",
+              "".join(f"def test_skip_visit_when_enabled_{j}():\n    pass\n" for j in range(3)))  # fmt: skip
+    write(tmp_path, "app/walker.py", "def is_visit_enabled(method):\n    return True\n")
+    snap = Snapshot(tmp_path, "8" * 40, RepoRef("walker", str(tmp_path)))
+    index = DefinitionIndex.build(snap, None, fts5=fts5)
+    query = [((w,), 1.0) for w in tokens("skip visit when enabled")]
+    # When fewer results are asked for than there are tests, plainly and weighing tests as the
+    # ranking does
+    plain = index.search(query, limit=5)
+    weighed = index.search(query, limit=5, kinds={"test": 0.45})
+    # Then the code is kept only when the tests are weighed, with its score unweighted
+    assert "is_visit_enabled" not in {f.name for f in plain}
+    mine = [f for f in weighed if f.name == "is_visit_enabled"]
+    assert mine and mine[0].score == max(f.score for f in index.search(query, limit=500)
+                                         if f.name == "is_visit_enabled")  # fmt: skip

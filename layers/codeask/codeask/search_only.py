@@ -278,12 +278,13 @@ def answer(
             [],
         )
     indexes, pending = _indexes(toolbox, _wait_s(deadline))
-    found = _search_indexes(indexes, groups)
+    asked = asked_kinds(question)
+    found = _search_indexes(indexes, groups, asked)
     chosen = _rg_terms(terms, indexes)
     pairs = _run_searches(toolbox, chosen)
     callers = asks_for_callers(question)
     evidence = rank(toolbox, indexes, found, groups, pairs, named_folders(question),
-                    asked_kinds(question), _DEFAULT_RE.search(question) is not None,
+                    asked, _DEFAULT_RE.search(question) is not None,
                     callers, asks_for_hops(question), start_names(question))[:TOP_FILES]  # fmt: skip
     searches = [o.describe() for _, o in pairs]
     if not evidence:
@@ -358,14 +359,18 @@ def _built(part: Snapshot) -> bool:
 
 
 def _search_indexes(
-    indexes: list[tuple[str, DefinitionIndex]], groups: list[tuple[tuple[str, ...], float, str]]
+    indexes: list[tuple[str, DefinitionIndex]],
+    groups: list[tuple[tuple[str, ...], float, str]],
+    asked: frozenset[str] = frozenset(),
 ) -> list[tuple[Found, str]]:
-    """Definitions that match the question's words, best first, with the words they matched."""
+    """Definitions that match the question's words, best first, with the words they matched;
+    those of tests, docs and the like kept as the ranking will weigh them (`_file_weight`)."""
     out: list[tuple[Found, str]] = []
     if not groups:
         return out
+    kinds = {k: 1.0 if k in asked else w for k, w in FILE_KIND_WEIGHT.items()}
     for prefix, index in indexes:
-        for f in index.search([(g, w) for g, w, _ in groups]):
+        for f in index.search([(g, w) for g, w, _ in groups], kinds=kinds):
             labels = ", ".join(dict.fromkeys(groups[i][2] for i in sorted(f.groups)))
             out.append((Found(prefix + f.path, f.line, f.end, f.kind, f.name, f.scope, f.score,
                               f.groups), labels))  # fmt: skip

@@ -127,14 +127,23 @@ class DefinitionIndex:
 
     # -- searching -------------------------------------------------------------------------------
 
-    def search(self, groups: list[tuple[tuple[str, ...], float]], limit: int = 300) -> list[Found]:
+    def search(
+        self,
+        groups: list[tuple[tuple[str, ...], float]],
+        limit: int = 300,
+        kinds: dict[str, float] | None = None,
+    ) -> list[Found]:
         """Definitions ranked by Σ weight × BM25 over each group of (stemmed) words.
 
         Candidates come from the words that describe few definitions (FTS5's bm25() scores every
         row with one of them) and from the files whose paths say most of the question's words
         (all their definitions); the commoner words then add to the candidates' scores, computed
         in Python the same way: scoring every row that says `test` or `chart` costs far more than
-        it tells."""
+        it tells.
+
+        `kinds` weighs a definition by its file's kind (tests, docs) for the `limit` kept, as the
+        caller's ranking will: a project's tests name what its code does in as many words, and
+        would otherwise fill the results. Scores are returned unweighted."""
         weight, mask = _word_weights(groups)
         with self._lock:
             df = {w: self._count(w) for w in weight}
@@ -161,7 +170,12 @@ class DefinitionIndex:
                         if f:
                             scores[rowid] += weight[word] * self._bm25(f, freqs[1], df[word])
                             matched[rowid] |= mask[word]
-            best, rows = self._best(sorted(top, key=lambda r: (-scores[r], r)), scores, limit)
+            if kinds:
+                of = {r: self._paths[row[0]][1] for r, row in self._rows(top).items()}
+                worth = {r: scores[r] * kinds.get(of.get(r, ""), 1.0) for r in top}
+            else:
+                worth = scores
+            best, rows = self._best(sorted(top, key=lambda r: (-worth[r], r)), scores, limit)
         out = []
         for rowid in best:
             file_id, line, end, kind, name, scope = rows[rowid]
