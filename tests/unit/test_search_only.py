@@ -460,3 +460,19 @@ def test_a_body_that_runs_the_question_words_together_says_them(tmp_path: Path) 
     result = search_only.answer("Where are failed tests counted against the max?", Toolbox(snap))
     # Then the function that says them run together comes first
     assert result.evidence[0].path == "run/session.py"
+
+
+def test_a_question_in_other_words_finds_the_code_by_its_synonyms(tmp_path: Path) -> None:
+    # Given helpers named in the code's words (redact, sort), and others that say the question's
+    # plainer words once each, in their bodies
+    write(tmp_path, "util/urls.py", "def redact_netloc(netloc):\n    return netloc\n\n\n"
+          "def sort_key(candidate):\n    return candidate\n")  # fmt: skip
+    write(tmp_path, "util/other.py", "def prompt_user(prompt):\n    return input(prompt)  # url\n"
+          "\n\ndef choose(items):\n    return items[0]  # candidates\n")  # fmt: skip
+    snap = Snapshot(tmp_path, "9" * 40, RepoRef("synonyms", str(tmp_path)))
+    # When questions say "mask" and "rank"
+    masked = search_only.answer("Which helper masks the password in a URL?", Toolbox(snap))
+    ranked = search_only.answer("How are the candidates ranked?", Toolbox(snap))
+    # Then each cites the helper named in the code's words
+    assert (masked.evidence[0].path, masked.evidence[0].name) == ("util/urls.py", "redact_netloc")
+    assert (ranked.evidence[0].path, ranked.evidence[0].name) == ("util/urls.py", "sort_key")

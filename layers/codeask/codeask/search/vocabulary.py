@@ -111,6 +111,9 @@ _WORD_GROUPS = (
     "password passwd secret",
     "count number num many",
     "limit max maximum",
+    "mask redact obfuscate scrub",
+    "rank sort prefer preference priority",
+    "restore rollback revert undo",
 )
 SYNONYMS: tuple[tuple[str, ...], ...] = tuple(
     tuple(dict.fromkeys(stem(w) for w in g.split())) for g in _WORD_GROUPS
