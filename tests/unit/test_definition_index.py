@@ -414,3 +414,17 @@ def test_the_results_are_kept_as_the_ranking_will_weigh_their_files(
     mine = [f for f in weighed if f.name == "is_visit_enabled"]
     assert mine and mine[0].score == max(f.score for f in index.search(query, limit=500)
                                          if f.name == "is_visit_enabled")  # fmt: skip
+
+
+def test_a_british_question_finds_the_american_names(tmp_path: Path) -> None:
+    # Given code that writes color and initialize, the American way
+    write(
+        tmp_path,
+        "ui/theme.py",
+        "def text_color():\n    pass\n\n\ndef initialize_theme():\n    pass\n",
+    )
+    index = DefinitionIndex.build(Snapshot(tmp_path, "6" * 40, RepoRef("ui", str(tmp_path))), None)
+    # When the question spells them the British way
+    found = index.search([((w,), 1.0) for w in tokens("colour initialised")])
+    # Then both definitions are found
+    assert {"text_color", "initialize_theme"} <= {f.name for f in found}

@@ -84,3 +84,13 @@ def test_a_compound_splits_only_into_words_the_question_says() -> None:
     assert compound("testcase", wanted) == ()
     assert compound("maxed", {"max", "ed"}) == ()
     assert compound("failed", wanted) == ()  # a word is not a compound of itself and nothing
+
+
+def test_british_spellings_stem_as_the_american_ones_code_is_written_in() -> None:
+    for british, american in [("licence", "LICENSE"), ("initialised", "initialize"),
+                              ("colours", "color"), ("behaviour", "behavior"),
+                              ("analyse", "analyze"), ("cancelled", "canceled")]:  # fmt: skip
+        assert stem(british) == stem(american)
+    # words that only end like a British spelling keep their own stems
+    for word, other in [("four", "for"), ("promise", "promize"), ("silence", "silense")]:
+        assert stem(word) != stem(other)

@@ -36,7 +36,8 @@ def stem(word: str) -> str:
     if got is None:
         if len(_stems) >= _STEMS_KEPT:
             _stems.clear()
-        got = _stems[word] = _stem(word.lower())
+        got = _stem(word.lower())
+        got = _stems[word] = _AMERICAN.get(got, got)
     return got
 
 
@@ -76,6 +77,38 @@ def _stem(w: str) -> str:
     if derived and w.endswith("at") and len(w) >= 6:
         w = w[:-2]  # validat -> valid, configurat -> configur (as 'configure')
     return w
+
+
+# British spellings, and the American ones code is mostly written in: a question that says
+# "licence" or "initialise" asks about `LICENSE` and `initialize`. Whole words, not suffix rules:
+# -our, -ise and -ence end many words that have no other spelling (four, promise, silence).
+_SPELLINGS = """
+licence license, defence defense, offence offense, pretence pretense,
+colour color, behaviour behavior, favour favor, honour honor, flavour flavor,
+neighbour neighbor, labour labor, rumour rumor, humour humor, armour armor, endeavour endeavor,
+centre center, metre meter, litre liter, fibre fiber,
+catalogue catalog, dialogue dialog, analogue analog, programme program,
+analyse analyze, paralyse paralyze, catalyse catalyze,
+initialise initialize, serialise serialize, deserialise deserialize, normalise normalize,
+customise customize, optimise optimize, authorise authorize, recognise recognize,
+organise organize, synchronise synchronize, sanitise sanitize, tokenise tokenize,
+finalise finalize, materialise materialize, visualise visualize, prioritise prioritize,
+categorise categorize, summarise summarize, minimise minimize, maximise maximize,
+utilise utilize, localise localize, capitalise capitalize, specialise specialize,
+standardise standardize, parametrise parametrize, parameterise parameterize, memoise memoize,
+randomise randomize, realise realize, emphasise emphasize, centralise centralize,
+generalise generalize, virtualise virtualize, containerise containerize, stabilise stabilize,
+modelling modeling, modelled modeled, labelled labeled, labelling labeling,
+cancelled canceled, cancelling canceling, travelled traveled, signalled signaled,
+signalling signaling, marshalled marshaled, marshalling marshaling, tunnelling tunneling,
+levelled leveled, channelled channeled, judgement judgment,
+acknowledgement acknowledgment, artefact artifact, grey gray, enrol enroll, fulfil fulfill
+"""
+_AMERICAN: dict[str, str] = {}
+for _pair in _SPELLINGS.replace("\n", " ").split(","):
+    _brit, _amer = _pair.split()
+    if _stem(_brit) != _stem(_amer):
+        _AMERICAN[_stem(_brit)] = _stem(_amer)
 
 
 # Programmers name one idea with several words. Each group is general programming vocabulary,
