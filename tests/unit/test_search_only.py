@@ -476,3 +476,14 @@ def test_a_question_in_other_words_finds_the_code_by_its_synonyms(tmp_path: Path
     # Then each cites the helper named in the code's words
     assert (masked.evidence[0].path, masked.evidence[0].name) == ("util/urls.py", "redact_netloc")
     assert (ranked.evidence[0].path, ranked.evidence[0].name) == ("util/urls.py", "sort_key")
+
+
+def test_a_british_word_also_finds_text_written_the_british_way(tmp_path: Path) -> None:
+    # Given a settings file, with no definitions to index, written the British way
+    write(tmp_path, "conf/theme.txt", "header: plain\nbanner colour: dark red\n")
+    write(tmp_path, "conf/other.txt", "header: bold\n")
+    snap = Snapshot(tmp_path, "5" * 40, RepoRef("british", str(tmp_path)))
+    # When the question spells it that way too
+    result = search_only.answer("Where is the colour chosen?", Toolbox(snap))
+    # Then ripgrep finds the line: the American stem alone would not
+    assert [(e.path, e.line) for e in result.evidence[:1]] == [("conf/theme.txt", 2)]

@@ -27,7 +27,7 @@ from codeask.search.filekinds import KIND_WEIGHT, file_kind, language_of, refine
 from codeask.search.hops import asks_for_hops, cite_hops, start_names, starts
 from codeask.search.lines import better_key, pick_line, question_for, yaml_key
 from codeask.search.syntax import syntax_for
-from codeask.search.vocabulary import compound, split_identifier, stem, synonyms
+from codeask.search.vocabulary import compound, split_identifier, stem, stem_as_written, synonyms
 from codeask.snapshot import Snapshot
 from codeask.tools import Toolbox
 
@@ -175,6 +175,8 @@ def question_terms(question: str) -> list[Term]:
             continue
         st = stem(w)
         alts = synonyms(st)
+        written = stem_as_written(w)  # a British spelling greps its own form too
+        alts = (*alts, written) if written != st else alts
         pattern = "|".join(re.escape(a) for a in (st, *alts))
         add(words, MAX_WORDS, Term(pattern, st, False, (st, *alts)))
     return phrases + words

@@ -41,6 +41,13 @@ def stem(word: str) -> str:
     return got
 
 
+def stem_as_written(word: str) -> str:
+    """A word's stem in its own spelling: `stem` gives a British spelling's American stem (code
+    is mostly written the American way), this the one a search of text written the British way
+    needs ('colour' -> colour, where stem gives color)."""
+    return _stem(word.lower())
+
+
 def _stem(w: str) -> str:
     if len(w) <= 3 or w in _WHOLE:
         return w
