@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from codeask.search import vocabulary
 from codeask.search.vocabulary import compound, split_identifier, stem, synonyms, tokens
 
 
@@ -94,3 +95,15 @@ def test_british_spellings_stem_as_the_american_ones_code_is_written_in() -> Non
     # words that only end like a British spelling keep their own stems
     for word, other in [("four", "for"), ("promise", "promize"), ("silence", "silense")]:
         assert stem(word) != stem(other)
+
+
+def test_a_long_token_is_not_tried_as_a_compound(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a minified or generated token of ten thousand letters in a body
+    calls: list[str] = []
+    real = vocabulary.stem
+    monkeypatch.setattr(vocabulary, "stem", lambda w: calls.append(w) or real(w))
+    # When it is read against the question's words
+    got = compound("max" + "q" * 10_000 + "fail", {"max", "fail"})
+    # Then no slice of it is stemmed (each split would stem two slices of it: quadratic)
+    assert got == () and calls == []
+    assert compound("maxfail", {"max", "fail"}) == ("max", "fail")

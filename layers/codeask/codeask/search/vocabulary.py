@@ -180,13 +180,18 @@ word_parts = _PART.findall
 
 
 COMPOUND_PIECE = 3  # the shortest piece of a compound worth reading as a word of its own
+COMPOUND_MAX = 40  # the longest part read as a compound of two words
 
 
 def compound(part: str, wanted: Collection[str]) -> tuple[str, ...]:
     """The stems of a lower-case compound that two wanted words make when written together
     (`testsfailed` -> test, fail; `maxfail` -> max, fail), or () when no split into two pieces of
     COMPOUND_PIECE letters or more gives two of them. Code runs words together where a question
-    writes them apart; a split is trusted only when both halves are words the question says."""
+    writes them apart; a split is trusted only when both halves are words the question says.
+    A part longer than COMPOUND_MAX letters (a minified or generated token) is not tried: each
+    split stems two slices of it."""
+    if len(part) > COMPOUND_MAX:
+        return ()
     for i in range(COMPOUND_PIECE, len(part) - COMPOUND_PIECE + 1):
         left, right = stem(part[:i]), stem(part[i:])
         if left in wanted and right in wanted:
