@@ -810,10 +810,18 @@ class FakeMessagesAPI(LoopbackServer):
                     handler.connection.shutdown(socket.SHUT_RDWR)
                     return
                 frame = _bedrock_frame(event) if stream.bedrock else _sse(event)
-                handler.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-                handler.wfile.flush()
+                # Recorded before the write: once the frame is out, the client may act on it (raise,
+                # return) and the test read `events` before this thread appended to it.
+                sent = (time.monotonic(), str(event.get("type")))
                 with self._lock:
-                    recorded.events.append((time.monotonic(), str(event.get("type"))))
+                    recorded.events.append(sent)
+                try:
+                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                    handler.wfile.flush()
+                except OSError:
+                    with self._lock:
+                        recorded.events.remove(sent)  # never reached the client
+                    raise
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
