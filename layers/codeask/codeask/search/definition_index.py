@@ -170,12 +170,11 @@ class DefinitionIndex:
                         if f:
                             scores[rowid] += weight[word] * self._bm25(f, freqs[1], df[word])
                             matched[rowid] |= mask[word]
-            if kinds:
-                of = {r: self._paths[row[0]][1] for r, row in self._rows(top).items()}
-                worth = {r: scores[r] * kinds.get(of.get(r, ""), 1.0) for r in top}
-            else:
-                worth = scores
-            best, rows = self._best(sorted(top, key=lambda r: (-worth[r], r)), scores, limit)
+            known = self._rows([r for r in top if scores[r] > 0]) if kinds else {}
+            worth = {r: scores[r] * kinds.get(self._paths[row[0]][1], 1.0)
+                     for r, row in known.items()} if kinds else scores  # fmt: skip
+            ordered = sorted(top, key=lambda r: (-worth.get(r, 0.0), r))
+            best, rows = self._best(ordered, scores, limit, known)
         out = []
         for rowid in best:
             file_id, line, end, kind, name, scope = rows[rowid]
@@ -210,16 +209,20 @@ class DefinitionIndex:
         return out
 
     def _best(
-        self, ordered: list[int], scores: dict[int, float], limit: int
+        self,
+        ordered: list[int],
+        scores: dict[int, float],
+        limit: int,
+        known: dict[int, tuple[int, int, int, str, str, str]] | None = None,
     ) -> tuple[list[int], dict[int, tuple[int, int, int, str, str, str]]]:
         """The first `limit` rows of `ordered` that score, with at most TWINS_KEPT of each kind
-        and name, and their rows."""
+        and name, and their rows (`known`: rows read already)."""
         best: list[int] = []
         rows: dict[int, tuple[int, int, int, str, str, str]] = {}
         seen: dict[tuple[str, str], int] = {}
         for i in range(0, len(ordered), limit):
             chunk = [r for r in ordered[i : i + limit] if scores[r] > 0]
-            got = self._rows(chunk)
+            got = known if known else self._rows(chunk)
             for rowid in chunk:
                 row = got[rowid]
                 key = (row[3], row[4])
