@@ -720,3 +720,107 @@ def pgpass_spans(text: str, low: str, syntax: str | None) -> Iterator[Span]:
             if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
                 yield m.start("v"), m.end("v"), "secret-assignment"
         at = low.find("pgpass", line_end)
+
+
+# A secret written in prose, the way docs, READMEs, comments and docstrings give one: "use the
+# token X", "the password is X", "the shared secret for the webhook is X", "**Token** X". The
+# secret's name as a word of a sentence (judge_name reads it; a key only after its qualifier, "API
+# key"), then the first of the next few words of its clause that looks random by itself, judged as
+# a key's value is (never a password's leniency: a sentence names no field), so "the token
+# expires" and "the password is hashed with bcrypt" stay. A hex word (a commit, a hash) counts only
+# right after the name or its verb ("the token is 3f2a…"), not further on. Read on one line, so a
+# search judges a hit's line alone.
+PROSE_NAMES = (
+    "password",
+    "passwd",
+    "passphrase",
+    "token",
+    "secret",
+    "credential",
+    "key",
+)  # _PROSE_AT
+# Where a name can stand: a pattern for each literal beginning, found by it by the regex engine,
+# followed by a space (after a plural's `s`, closing markdown, a colon), so that `key:` lines and
+# `secretKeyRef` never reach Python.
+_PROSE_AT = tuple(
+    re.compile(f"(?P<w>{word})" + r"s?[*`'\":]*(?=[ \t])")
+    for word in ("pass(?:word|wd|phrase)", "token", "secret", "credential", "key")
+)
+_PROSE_BEFORE = frozenset(" \t\n\"'`([*>")  # what a sentence's word follows; not `-`, `.`, `$`
+_PROSE_WORDS = 6  # words read after the name
+_PROSE_WORD = re.compile(r"\S+")
+_PROSE_OPEN = "\"'`*(["
+_PROSE_CLOSE = "\"'`*)].,:;!?"
+_CLAUSE_END = ".;!?"
+_PROSE_CODE = frozenset("()[]{}<>=;")  # a word holding one of these is code, not a sentence's
+_PROSE_NOT_IN_VALUE = frozenset(":'=")  # a namespace, a possessive, an option
+_PROSE_VERBS = frozenset({"is", "was", "are", "were", "equals", "reads", "set", "to", "be"})
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_WORD_BEFORE = re.compile(r"([A-Za-z]+)[ \t]+$")
+_QUALIFIER_CHARS = 40  # the qualifier is the word just before: read no further back than this
+_PROSE_VERDICT = NameVerdict(password=False, whole=False)
+
+
+def prose_spans(text: str, low: str) -> Iterator[Span]:
+    """Secrets given in a sentence: a secret's name, then, among the next few words of its clause,
+    the first that is a secret by its looks alone."""
+    done = 0  # where the last secret found ends: a name inside what was read is not read again
+    for at, word, after in prose_starts(low):
+        if at < done:
+            continue
+        name = text[at : at + len(word)]
+        if word == "key":  # a key is a secret's only after its qualifier: "API key"
+            if at < 2 or low[at - 1] not in " \t" or not low[at - 2].isalpha():
+                continue  # no word just before (`  key: x`, `- key`)
+            before = _WORD_BEFORE.search(text, max(0, at - _QUALIFIER_CHARS), at)
+            if before is None:
+                continue
+            name = before.group(1) + " " + name
+        if judge_name(name) is None:
+            continue
+        line_end = text.find("\n", after)
+        found = _prose_value(text, after, len(text) if line_end < 0 else line_end)
+        if found is not None:
+            done = found[1]
+            yield found[0], found[1], "secret-assignment"
+
+
+def prose_starts(low: str) -> list[tuple[int, str, int]]:
+    """Where a secret's name stands as a word of a sentence in lowercased text, in order: its
+    start, the name, and where what follows it begins. After the start, a space, a quote or a
+    bracket (not inside a longer word or a name, which the assignment rules read), before a
+    space."""
+    return sorted(
+        {(m.start(), m.group("w"), m.end()) for rx in _PROSE_AT for m in rx.finditer(low)
+         if m.start() == 0 or low[m.start() - 1] in _PROSE_BEFORE}
+    )  # fmt: skip
+
+
+def _prose_value(text: str, pos: int, end: int) -> tuple[int, int] | None:
+    """The span of the first of the next _PROSE_WORDS words in text[pos:end] that is a secret by
+    its looks; none past the end of the clause."""
+    adjacent = True  # right after the name or its verb
+    for i, w in enumerate(_PROSE_WORD.finditer(text, pos, end)):
+        if i >= _PROSE_WORDS:
+            return None
+        start, stop = w.span()
+        while start < stop and text[start] in _PROSE_OPEN:
+            start += 1
+        while stop > start and text[stop - 1] in _PROSE_CLOSE:
+            stop -= 1
+        value = text[start:stop]
+        unpadded = value.rstrip("=")  # base64's padding is a key's own
+        if (
+            value[:1].isalnum()
+            and any(c.isdigit() for c in value)  # `MinIO&reg`, `RabbitMQ's`: names with markup
+            and _PROSE_NOT_IN_VALUE.isdisjoint(unpadded)  # `ec2:DescribeInstances`, `k=v`
+            and (adjacent or not _HEX.fullmatch(value))
+            and is_secret_value(
+                value, quoted=False, literal=True, name=_PROSE_VERDICT, config=False
+            )
+        ):
+            return start, stop
+        if text[w.end() - 1] in _CLAUSE_END or not _PROSE_CODE.isdisjoint(w.group()):
+            return None  # the clause ends, or this is code (`credentials: Any) -> SigV4Auth`)
+        adjacent = value.lower() in _PROSE_VERBS
+    return None
