@@ -69,7 +69,7 @@ dashboard: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy layers/codeask/codeask tests/fakes
+	$(BIN)/mypy layers/codeask/codeask tests
 
 # Mutation testing (mutmut) of the modules that keep codeask's promises, with the kill rate per
 # module and every surviving mutant; slow, so not part of `make test`. GROUPS="verify split" picks

@@ -97,12 +97,12 @@ def test_citations_verify_per_repo_with_that_repos_permalink(workspace: Workspac
         workspace,
     )
     urls = {m.path: m.url for m in v.citations}
-    assert urls["billing/billing/alerts.py"].startswith(
-        "https://github.com/acme/billing/blob/" + "a" * 40
-    )
-    assert urls["notify/notify/api.py"].startswith(
-        "https://gitlab.com/acme/notify/-/blob/" + "b" * 40
-    )
+    alerts = urls["billing/billing/alerts.py"]
+    assert alerts is not None
+    assert alerts.startswith("https://github.com/acme/billing/blob/" + "a" * 40)
+    api = urls["notify/notify/api.py"]
+    assert api is not None
+    assert api.startswith("https://gitlab.com/acme/notify/-/blob/" + "b" * 40)
     assert [m.path for m in v.unverified] == ["notify/notify/missing.py"]
 
 

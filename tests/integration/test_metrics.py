@@ -77,8 +77,8 @@ def assert_catalogued(metrics: list[Emitted]) -> None:
         assert m.namespace == NAMESPACE, m
         assert m.dims.get("service") == "codeask", m
         if m.name in POWERTOOLS_OWN:
-            unit, dims = POWERTOOLS_OWN[m.name]
-            assert (m.unit, set(m.dims)) == (unit, dims), m
+            own_unit, dims = POWERTOOLS_OWN[m.name]
+            assert (m.unit, set(m.dims)) == (own_unit, dims), m
             continue
         assert m.name in CATALOGUE, f"{m.name} is emitted but not in ops.CATALOGUE"
         unit, split = CATALOGUE[m.name]

@@ -263,6 +263,7 @@ def test_split_metrics_are_searched_across_every_value_of_their_dimension(
     for ref in dashboard_refs(body):
         if ref.namespace == NAMESPACE and CATALOGUE[ref.name][1]:
             split = CATALOGUE[ref.name][1]
+            assert split is not None
             assert ref.dims[split] is None, f"{ref.where}: {ref.name} pinned to one {split}"
     searched = {(r.name, d) for r in dashboard_refs(body) for d, v in r.dims.items() if v is None}
     assert {("Refusals", "Reason"), ("Errors", "Kind"), ("Redactions", "Kind"),

@@ -21,6 +21,9 @@ from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
 from conftest import GitWorkTree
 
+# What DefinitionIndex.search takes: groups of words, each with its weight.
+Query = list[tuple[tuple[str, ...], float]]
+
 PY = '''"""Sessions and their redirects."""
 
 MAX_REDIRECTS = 30  # how many hops before giving up
@@ -114,8 +117,9 @@ def test_bm25_finds_a_definition_by_what_it_means(tree: Path, fts5: bool) -> Non
         pytest.skip("this SQLite has no FTS5")
     snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)))
     index = DefinitionIndex.build(snap, None, fts5=fts5)
+    assert isinstance(index, DefinitionIndex)
     assert index.engine == ("fts5" if fts5 else "tables")
-    query = [((w,), 1.0) for w in tokens("strip authorization redirect")]
+    query: Query = [((w,), 1.0) for w in tokens("strip authorization redirect")]
     query += [(synonyms(tokens("authorization")[0]), 0.5)]
     best = index.search(query, limit=5)[0]
     assert (best.path, best.name, best.line) == ("app/sessions.py", "should_strip_auth", 9)
@@ -127,8 +131,9 @@ def test_both_engines_score_alike(tree: Path) -> None:
     snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)))
     a = DefinitionIndex.build(snap, None, fts5=True)
     b = DefinitionIndex.build(snap, None, fts5=False)
+    assert isinstance(a, DefinitionIndex) and isinstance(b, DefinitionIndex)
     for question in ("database service port", "container resources exporter", "auth redirect"):
-        q = [((w,), 1.0) for w in tokens(question)]
+        q: Query = [((w,), 1.0) for w in tokens(question)]
         ra = [(f.path, f.line, round(f.score, 6)) for f in a.search(q)]
         rb = [(f.path, f.line, round(f.score, 6)) for f in b.search(q)]
         assert ra == rb and ra
@@ -160,11 +165,13 @@ def test_the_index_lives_beside_the_snapshot_and_is_built_once(tree: Path, tmp_p
     snap = Snapshot(tree, "a" * 40, RepoRef("t", str(tree)), index_path=target)
     definition_index._cache.clear()
     index = index_for(snap)
+    assert isinstance(index, DefinitionIndex)
     assert target.is_file() and not list(tree.rglob("*.defs"))
     assert index_for(snap) is index
     written = target.stat()
     definition_index._cache.clear()
     again = index_for(snap)  # opened from disk, not rebuilt
+    assert isinstance(again, DefinitionIndex)
     assert again is not index and again.rows == index.rows
     after = target.stat()
     assert (after.st_ino, after.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
@@ -178,6 +185,7 @@ def test_a_damaged_or_older_index_is_rebuilt(tree: Path, tmp_path: Path) -> None
     definition_index._cache.clear()
     assert DefinitionIndex.open(target) is None
     index = index_for(snap)
+    assert isinstance(index, DefinitionIndex)
     assert index.rows > 0 and DefinitionIndex.open(target) is not None
 
 
@@ -383,8 +391,9 @@ def test_copies_of_one_definition_leave_room_in_the_results_for_others(tmp_path:
     )
     snap = Snapshot(tmp_path, "7" * 40, RepoRef("charts", str(tmp_path)))
     index = DefinitionIndex.build(snap, None)
+    assert isinstance(index, DefinitionIndex)
     # When a search asks for fewer results than there are copies
-    query = [((w,), 1.0) for w in tokens("resources requests limits preset")]
+    query: Query = [((w,), 1.0) for w in tokens("resources requests limits preset")]
     found = index.search(query, limit=2 * definition_index.TWINS_KEPT + 1)
     # Then a few copies of each are kept (the key, each values file's own entry), and the one
     # different definition is there too
@@ -404,7 +413,8 @@ def test_the_results_are_kept_as_the_ranking_will_weigh_their_files(
     write(tmp_path, "app/walker.py", "def is_visit_enabled(method):\n    return True\n")
     snap = Snapshot(tmp_path, "8" * 40, RepoRef("walker", str(tmp_path)))
     index = DefinitionIndex.build(snap, None, fts5=fts5)
-    query = [((w,), 1.0) for w in tokens("skip visit when enabled")]
+    assert isinstance(index, DefinitionIndex)
+    query: Query = [((w,), 1.0) for w in tokens("skip visit when enabled")]
     # When fewer results are asked for than there are tests, plainly and weighing tests as the
     # ranking does
     plain = index.search(query, limit=5)
@@ -424,6 +434,7 @@ def test_a_british_question_finds_the_american_names(tmp_path: Path) -> None:
         "def text_color():\n    pass\n\n\ndef initialize_theme():\n    pass\n",
     )
     index = DefinitionIndex.build(Snapshot(tmp_path, "6" * 40, RepoRef("ui", str(tmp_path))), None)
+    assert isinstance(index, DefinitionIndex)
     # When the question spells them the British way
     found = index.search([((w,), 1.0) for w in tokens("colour initialised")])
     # Then both definitions are found

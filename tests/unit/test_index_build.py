@@ -16,6 +16,9 @@ from codeask.search.definition_index import DefinitionIndex, fts5_available
 from codeask.search.index_rows import Task
 from codeask.snapshot import RepoRef, Snapshot
 
+# What DefinitionIndex.search takes: groups of words, each with its weight.
+Query = list[tuple[tuple[str, ...], float]]
+
 PY = '''"""Tokens for module {i}."""
 
 RETRY_LIMIT_{i} = {i}  # attempts before giving up
@@ -79,7 +82,7 @@ def test_workers_build_the_same_index_as_one_process(tmp_path: Path) -> None:
     assert isinstance(three, DefinitionIndex) and three.stats.workers == 3
     assert serial.rows > 900
     assert rows_of(serial) == rows_of(two) == rows_of(three)
-    query = [(("rotat",), 1.0), (("token",), 1.0), (("expir",), 0.5)]
+    query: Query = [(("rotat",), 1.0), (("token",), 1.0), (("expir",), 0.5)]
     found = [(f.path, f.line, round(f.score, 9)) for f in serial.search(query)]
     assert found and found == [(f.path, f.line, round(f.score, 9)) for f in three.search(query)]
 
@@ -170,7 +173,7 @@ def test_the_bulk_settings_of_the_word_table_change_no_answer(
     for index in (built["bulk"], built["tiny"]):
         assert rows_of(index) == rows_of(built["plain"])
         for w in words:
-            query = [((w,), 1.0)]
+            query: Query = [((w,), 1.0)]
             assert index.count(w) == built["plain"].count(w)
             assert index.search(query, limit=5000) == built["plain"].search(query, limit=5000)
     assert built["plain"].count("rotat") >= 75

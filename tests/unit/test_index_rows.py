@@ -130,8 +130,8 @@ def _expected(rel: str, text: str, file_id: int) -> tuple[Row, list[Row]]:
     base = rel.rsplit("/", 1)[-1]
     bare = rel[: len(rel) - len(base)] + (base.rsplit(".", 1)[0] if "." in base[1:] else base)
     path_words = list(dict.fromkeys(tokens(bare)))
-    file_row = (file_id, rel, file_kind(rel), " ".join(path_words), None)
-    defs = []
+    file_row: Row = (file_id, rel, file_kind(rel), " ".join(path_words), None)
+    defs: list[Row] = []
     for k, d in enumerate(extract(rel, lines, text.encode())):
         nw, sw = tokens(d.name), tokens(" ".join(d.scope))
         dw = [w for w in tokens(d.doc) if w not in DOC_STOP][:DOC_TOKENS]

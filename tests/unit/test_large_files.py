@@ -14,8 +14,8 @@ LIMIT = 64 * 1024  # the size limit, configured down so that tests stay small
 KEY_BODY = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" + "A" * 12] * 30
 
 
-def toolbox(root: Path, **kw: object) -> Toolbox:
-    return Toolbox(Snapshot(root, "d" * 40, RepoRef("r", str(root))), large_file_bytes=LIMIT, **kw)
+def toolbox(root: Path) -> Toolbox:
+    return Toolbox(Snapshot(root, "d" * 40, RepoRef("r", str(root))), large_file_bytes=LIMIT)
 
 
 def big_file(path: Path, lines: int, *, insert: dict[int, str] | None = None) -> None:

@@ -104,7 +104,8 @@ def test_citations_of_escaped_names_verify_and_map_to_the_real_file(tree: Path) 
         "bad\udcffname.py",
     ):
         assert by_path[real].verified, by_path[real]
-        assert by_path[real].url and "\n" not in by_path[real].url
+        url = by_path[real].url
+        assert url and "\n" not in url
     assert not by_path["tab\there.py"].verified  # line 9 of a 2-line file
     assert "a.py" not in by_path  # `a.py:12:x:1` is not a.py line 12
 

@@ -541,7 +541,7 @@ FAILURE_KINDS: list[Failure | Refusal] = [*Failure, *Refusal]
 
 
 @pytest.mark.parametrize("kind", FAILURE_KINDS)
-def test_each_failure_kind_has_its_own_short_polite_message(kind: str) -> None:
+def test_each_failure_kind_has_its_own_short_polite_message(kind: Failure | Refusal) -> None:
     msg = render_failure(kind)
     assert msg.text and len(msg.text) <= 300
     assert_within_limits([msg])
@@ -551,13 +551,13 @@ def test_each_failure_kind_has_its_own_short_polite_message(kind: str) -> None:
 
 def test_failure_details_never_show_stack_traces_secrets_or_mentions() -> None:
     trace = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: boom'
-    assert "Traceback" not in all_text(render_failure("error", trace))
+    assert "Traceback" not in all_text(render_failure(Failure.ERROR, trace))
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    shown = all_text(render_failure("error", f"clone failed with {token} <!channel>"))
+    shown = all_text(render_failure(Failure.ERROR, f"clone failed with {token} <!channel>"))
     assert "clone failed" in shown
     assert token not in shown
     assert not pings(shown)
-    assert "<" not in render_failure("error", "bad <https://x.example|link>").text
+    assert "<" not in render_failure(Failure.ERROR, "bad <https://x.example|link>").text
 
 
 def test_failure_details_and_header_notes_never_show_the_machines_paths(
@@ -582,7 +582,7 @@ def test_failure_details_and_header_notes_never_show_the_machines_paths(
 
 
 def test_an_unknown_failure_kind_still_renders() -> None:
-    msg = render_failure("something-new")
+    msg = render_failure("something-new")  # type: ignore[arg-type]  # a kind no enum has, on purpose
     assert msg.text
     assert_within_limits([msg])
 

@@ -68,6 +68,7 @@ def test_a_file_whose_secret_needs_the_whole_file_does_not_stand_alone(path: str
 def test_the_cases_hold_a_secret_only_the_whole_file_shows() -> None:
     # Guards the cases above: each is masked whole, and these show nothing line by line, so
     # standing alone would let a search find their value.
+    cases: tuple[str, ...]
     cases = ("src/continued.py", "src/netrc_text.py", "src/tls.py", "src/kube.go", "src/wrapped.py")
     cases += ("src/template_key.js", "src/raw_key.go")
     for path in (*cases, "src/netrc_passwd.js", "src/netrc_pwd.py", "src/netrc_phrase.rb"):
