@@ -94,3 +94,91 @@ def test_anchored_finds_every_command_the_pattern_knows(
     found = _found(anchored(pattern, words, text))
     assert found, text
     assert found == _found(pattern.finditer(text))
+
+
+# --- The line around an assignment, found by bisection: the same spans as reading the line ------
+
+
+def _reference_bare_literal_context(
+    text: str, name_start: int, m: re.Match[str], _lines: object
+) -> bool:
+    """_bare_literal_context as it read the line's lead and tail as slices (quadratic on a long
+    line, simple to check): the model the line index must agree with."""
+    if name_start > 0 and text[name_start - 1] in "?&;":
+        return True
+    lead = text[text.rfind("\n", 0, name_start) + 1 : name_start]
+    if lead.endswith("--"):
+        return True
+    if assignments._ENV_WORD.fullmatch(text, name_start, m.start("op") + 1) and (
+        name_start == 0 or text[name_start - 1] in " \t\"'="
+    ):
+        return m.start("uv") == m.end("op")
+    line_end = text.find("\n", m.end())
+    tail = re.compile(r"[ \t]*(?:[#;].*|\\)?\r?")
+    if tail.fullmatch(text, m.end(), len(text) if line_end < 0 else line_end) is None:
+        return False
+    if assignments._LINE_LEAD.fullmatch(lead) is None:
+        return False
+    if m.group("op") == ":":
+        return True
+    op_start, value_start = m.start("op"), m.start("uv")
+    return m.group("op") == "=" and text[op_start - 1] not in " \t" and value_start == op_start + 1
+
+
+def _reference_leads_its_line(text: str, name_start: int, syntax: str, _lines: object) -> bool:
+    lead = text[text.rfind("\n", 0, name_start) + 1 : name_start].strip(" \t\"'")
+    if syntax not in assignments.LINE_SYNTAXES:
+        return "#" not in lead
+    return assignments._CONFIG_LEAD.fullmatch(lead) is not None
+
+
+LEADS = ["", "  ", "\t", "export ", "override ", "- ", "12 | ", "> 3  ", "x = {", "a, ", "# ",
+         "; ", "foo ", "--", "?", "&", "run ", '"', "'", "a:b ", "{a, ", "x # y, "]  # fmt: skip
+NAMES = ["password", "api_key", "token", "DB_PASSWORD", "secret", "PGPASSWORD", "auth_token"]
+OPS = [":", ": ", "=", " = ", "=>", ":=", "= "]
+VALUES = ["Xy7pQ2mnA9kL", "s3cr3tV4lu3Th4t", "hunter22x", "value", '"Xy7pQ2mnA9kL"', "x"]
+TAILS = [
+    "",
+    " ",
+    " # c",
+    " ;",
+    ";",
+    " --",
+    "-",
+    " \\",
+    "\\",
+    "\r",
+    " \r",
+    " psql",
+    ",",
+    " x",
+    "\t#",
+]
+LINE = st.tuples(*(st.sampled_from(part) for part in (LEADS, NAMES, OPS, VALUES, TAILS)))
+
+
+@pytest.mark.parametrize("syntax", [None, "yaml", "ini", "make", "shell", "hcl", "dockerfile"])
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(LINE, min_size=1, max_size=6), sep=st.sampled_from(["\n", "\r\n", " "]))
+def test_the_line_index_judges_assignments_as_reading_the_line_does(
+    syntax: str | None, lines: list[tuple[str, ...]], sep: str
+) -> None:
+    # Given lines of assignments with every lead and tail the rules read, or one long line
+    text = sep.join("".join(line) for line in lines)
+    low = text.lower()
+    # When they are judged with the line index, then as by reading each line's lead and tail
+    found = list(assignments.assignment_spans(text, low, syntax))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(assignments, "_bare_literal_context", _reference_bare_literal_context)
+        mp.setattr(assignments, "_leads_its_line", _reference_leads_its_line)
+        expected = list(assignments.assignment_spans(text, low, syntax))
+    assert found == expected
+
+
+def test_a_flag_s_dashes_are_read_before_the_name_on_its_line() -> None:
+    # A name at the text's start has no `--` before it, whatever the text ends with (a negative
+    # offset would read the end); `--password=` is a flag's value, a literal
+    text = "password = Xy7pQ2mnA9kL --"
+    assert list(assignments.assignment_spans(text, text.lower())) == []
+    text = "run --password=Xy7pQ2mnA9kL"
+    assert [s[:2] for s in assignments.assignment_spans(text, text.lower())] == [(15, 27)]

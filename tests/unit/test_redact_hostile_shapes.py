@@ -10,7 +10,6 @@ from conftest import shown_by_tools as masked
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 HUMAN = "Hd7Fj2" + "Kl5Zx9Cv"
 RANDOM = "Bn4Vc7" + "Xz2Lk9Jh"
-TYPED = "hunter" + "22"  # a password as people type one: a directive's value, not random
 LETTERS = "sunshine" + "lollipop"  # a typed password of letters only
 UUID = "a1b2c3d4-e5f6-7890-" + "abcd-ef1234567890"
 MARK = REDACTED.format(kind="secret-assignment")
@@ -241,11 +240,9 @@ def test_a_config_directive_without_an_equals_sign_is_masked(path: str, text: st
 DIRECTIVES_KEPT = [
     ("nginx.conf", "ssl_password_file /etc/nginx/pw.txt;\nlisten 443 ssl;"),
     ("redis.conf", "requirepass\nport 6379"),  # no value
-    # several words: prose, not a value (a random word after the name is the prose rule's,
-    # test_redact_prose.py; a typed one like this is not)
-    ("app.conf", f"password {TYPED} sunshine1\nuser app"),
+    ("app.conf", f"password {HUMAN} {RANDOM}\nuser app"),  # several words: prose, not a value
     ("app.conf", "password_hash_algorithm sha256\nauth_method md5"),
-    ("notes.py", f"password {TYPED}\n"),  # code is judged by the assignment rules, not this one
+    ("notes.py", f"password {HUMAN}\n"),  # code is judged by the assignment rules, not this one
 ]
 
 

@@ -17,9 +17,6 @@ from codeask.tools import Toolbox
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 VALUE = "Xk9f" + "j2Lq8mZp" + "4Rt7"
-# A typed password: a netrc entry masks it whole-file, while a line alone shows it (a random value
-# after a password's name is masked on its line by the prose rule).
-TYPED = "hunter" + "22"
 DECOY = "Wm3h" + "q7Zn2Kd8" + "Vb5c"
 PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
 PEM_DECOY = "MIIEpAIBAAKCAQEAz9Xq2LmN4bVtR7sWcY3kHj8GfD1aPoE6uT5iZrQwXyMnBvC0"
@@ -38,11 +35,11 @@ def wrapped_b64_key(body: str) -> str:
 # Files whose secret only the whole file shows: the line holding it reads as harmless alone.
 WHOLE_FILE_ONLY = {
     "src/continued.py": f'API_TOKEN = \\\n    "{VALUE}"\n',
-    "src/netrc_text.py": f'NETRC = """machine db.internal login admin\n  password {TYPED}\n"""\n',
+    "src/netrc_text.py": f'NETRC = """machine db.internal login admin\n  password {VALUE}\n"""\n',
     # The netrc keyword is any password word: each is a sign of its own.
-    "src/netrc_passwd.js": f"const netrc = `machine db.internal login admin\n  passwd {TYPED}\n`;\n",
-    "src/netrc_pwd.py": f'NETRC = """machine db.internal\n  login admin\n  pwd {TYPED}\n"""\n',
-    "src/netrc_phrase.rb": f"NETRC = <<~E\n  default login admin\n  passphrase {TYPED}\nE\n",
+    "src/netrc_passwd.js": f"const netrc = `machine db.internal login admin\n  passwd {VALUE}\n`;\n",
+    "src/netrc_pwd.py": f'NETRC = """machine db.internal\n  login admin\n  pwd {VALUE}\n"""\n',
+    "src/netrc_phrase.rb": f"NETRC = <<~E\n  default login admin\n  passphrase {VALUE}\nE\n",
     "src/tls.py": f'KEY = """\n{pem(PEM_BODY)}"""\n',
     "src/kube.go": f"const key = `\n{wrapped_b64_key(PEM_BODY)}\n`\n",
     "deploy/values.yaml": f"db:\n  secret: |\n    {VALUE}\n",

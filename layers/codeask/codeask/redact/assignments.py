@@ -172,6 +172,7 @@ def is_literal_value(value: str) -> bool:
     return not value.startswith(("/", "./", "../", "~/"))
 
 
+@functools.lru_cache(maxsize=8192)  # pure, and the same shapes repeat through a file
 def is_secret_value(
     value: str, *, quoted: bool, literal: bool, name: NameVerdict, config: bool, vendor: str = ""
 ) -> bool:
@@ -275,14 +276,56 @@ _LINE_TAIL = re.compile(r"[ \t]*(?:[#;].*|\\)?\r?")
 _ENV_WORD = re.compile(r"[A-Z][A-Z0-9_]*=")
 
 
-def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
+class _Lines:
+    """Where the line holding an offset starts and ends, and its first comment mark, each found
+    once per line (matches come in offset order, so the last line asked for is remembered): a
+    long line is not searched once per match."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._line = (0, -1)  # the last line's start and end
+        self._marks: dict[tuple[int, str], int] = {}
+
+    def bounds(self, at: int) -> tuple[int, int]:
+        """The start and end of the line holding offset `at` (its newline, or the text's end)."""
+        start, end = self._line
+        if not start <= at <= end:
+            start = self.text.rfind("\n", 0, at) + 1
+            end = self.text.find("\n", at)
+            self._line = start, end = start, len(self.text) if end < 0 else end
+        return start, end
+
+    def first(self, at: int, mark: str) -> int:
+        """Where `mark` is first on the line holding `at`, or -1."""
+        start, end = self.bounds(at)
+        key = (start, mark)
+        if key not in self._marks:
+            self._marks[key] = self.text.find(mark, start, end)
+        return self._marks[key]
+
+
+def _blank_or_comment(text: str, pos: int, end: int) -> bool:
+    """Whether text[pos:end] is blanks, then a `#`/`;` comment or a line continuation, then an
+    optional carriage return (`[ \t]*(?:[#;].*|\\)?\r?`, decided by its head, not read to its end)."""
+    while pos < end and text[pos] in " \t":
+        pos += 1
+    if pos < end and text[pos] in "#;":
+        return True
+    if pos < end and text[pos] == "\\":
+        pos += 1
+    if pos < end and text[pos] == "\r":
+        pos += 1
+    return pos == end
+
+
+def _bare_literal_context(text: str, name_start: int, m: re.Match[str], lines: _Lines) -> bool:
     """Whether an unquoted value is a literal by its syntax: `.env`/properties/YAML lines,
     Dockerfile ENV/ARG, shell export, query and connection strings and `--flag=value`, as
     opposed to code where a bare word is an expression."""
     if name_start > 0 and text[name_start - 1] in "?&;":
         return True  # ?token=…&, Server=…;Password=…;
-    lead = text[text.rfind("\n", 0, name_start) + 1 : name_start]
-    if lead.endswith("--"):
+    line_start, _ = lines.bounds(name_start)
+    if name_start - line_start >= 2 and text.startswith("--", name_start - 2):
         return True
     if _ENV_WORD.fullmatch(text, name_start, m.start("op") + 1) and (
         name_start == 0 or text[name_start - 1] in " \t\"'="
@@ -290,10 +333,9 @@ def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
         # An environment variable set as a word, `PGPASSWORD=x psql`, systemd's
         # `Environment="DB_PASSWORD=x"`: code never names a variable in capitals with no spaces.
         return m.start("uv") == m.end("op")
-    line_end = text.find("\n", m.end())
-    if _LINE_TAIL.fullmatch(text, m.end(), len(text) if line_end < 0 else line_end) is None:
+    if not _blank_or_comment(text, m.end(), lines.bounds(m.end())[1]):
         return False
-    if _LINE_LEAD.fullmatch(lead) is None:
+    if _LINE_LEAD.fullmatch(text, line_start, name_start) is None:
         return False
     if m.group("op") == ":":
         return True  # YAML
@@ -306,13 +348,27 @@ def _bare_literal_context(text: str, name_start: int, m: re.Match[str]) -> bool:
 # YAML flow maps) an opening brace or a comma. Anything else, a comment's `#` above all, makes
 # the text prose, judged as strictly as code: "# the password: must be rotated yearly".
 _CONFIG_LEAD = re.compile(r"(?:-|export|override|[^#;]*[{,])?", re.IGNORECASE)
+_LEAD_STRIP = " \t\"'"
 
 
-def _leads_its_line(text: str, name_start: int, syntax: str) -> bool:
-    lead = text[text.rfind("\n", 0, name_start) + 1 : name_start].strip(" \t\"'")
+def _leads_its_line(text: str, name_start: int, syntax: str, lines: _Lines) -> bool:
+    """Whether only what _CONFIG_LEAD allows precedes a key on its line (the lead, stripped of
+    blanks and quotes): judged from the line's first `#` and `;`, not by reading the lead."""
+    hash_at = lines.first(name_start, "#")
     if syntax not in LINE_SYNTAXES:
-        return "#" not in lead  # shell, Dockerfile, HCL: `A=1 PASSWORD=x cmd` is still data
-    return _CONFIG_LEAD.fullmatch(lead) is not None
+        # shell, Dockerfile, HCL: `A=1 PASSWORD=x cmd` is still data
+        return hash_at < 0 or hash_at >= name_start
+    lo, hi = lines.bounds(name_start)[0], name_start
+    while lo < hi and text[lo] in _LEAD_STRIP:
+        lo += 1
+    while hi > lo and text[hi - 1] in _LEAD_STRIP:
+        hi -= 1
+    if hi - lo <= len("override") and _CONFIG_LEAD.fullmatch(text, lo, hi) is not None:
+        return True  # nothing, `-`, `export`, `override`, or a short `{`/`,` lead
+    if hi == lo or text[hi - 1] not in "{,":
+        return False
+    semi_at = lines.first(name_start, ";")
+    return all(at < 0 or at >= hi - 1 for at in (hash_at, semi_at))  # `[^#;]*[{,]`
 
 
 def _before_comment(text: str, start: int, end: int) -> int:
@@ -347,6 +403,7 @@ def assignment_spans(
     else:
         patterns = _LINE_ASSIGNMENTS if syntax in LINE_SYNTAXES else _WORD_ASSIGNMENTS
     seen: set[int] = set()
+    lines: _Lines | None = None  # made on first need: most texts have no match that needs it
     # Shorter values are never judged secret (a typed password in config needs 4, else 8): most
     # matches in code (`token: str`, `password = any(`) end here, before any work on the name.
     shortest = 8 if syntax is None else 4
@@ -389,14 +446,16 @@ def assignment_spans(
                 continue
             if syntax == "hcl" and not quoted:
                 continue  # unquoted HCL is an expression: var.db_password, random_password.x
-            config = syntax is not None and _leads_its_line(text, name_start, syntax)
+            if lines is None:
+                lines = _Lines(text)
+            config = syntax is not None and _leads_its_line(text, name_start, syntax, lines)
             # An XML element's text (<password>…</password>) is data, never a variable.
             literal = (
                 quoted
                 or op == ">"
                 or syntax is not None
                 or data
-                or _bare_literal_context(text, name_start, m)
+                or _bare_literal_context(text, name_start, m, lines)
             )
             if is_secret_value(
                 value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
@@ -720,107 +779,3 @@ def pgpass_spans(text: str, low: str, syntax: str | None) -> Iterator[Span]:
             if is_literal_value(value) and value.lower() not in _NOT_A_PASSWORD:
                 yield m.start("v"), m.end("v"), "secret-assignment"
         at = low.find("pgpass", line_end)
-
-
-# A secret written in prose, the way docs, READMEs, comments and docstrings give one: "use the
-# token X", "the password is X", "the shared secret for the webhook is X", "**Token** X". The
-# secret's name as a word of a sentence (judge_name reads it; a key only after its qualifier, "API
-# key"), then the first of the next few words of its clause that looks random by itself, judged as
-# a key's value is (never a password's leniency: a sentence names no field), so "the token
-# expires" and "the password is hashed with bcrypt" stay. A hex word (a commit, a hash) counts only
-# right after the name or its verb ("the token is 3f2a…"), not further on. Read on one line, so a
-# search judges a hit's line alone.
-PROSE_NAMES = (
-    "password",
-    "passwd",
-    "passphrase",
-    "token",
-    "secret",
-    "credential",
-    "key",
-)  # _PROSE_AT
-# Where a name can stand: a pattern for each literal beginning, found by it by the regex engine,
-# followed by a space (after a plural's `s`, closing markdown, a colon), so that `key:` lines and
-# `secretKeyRef` never reach Python.
-_PROSE_AT = tuple(
-    re.compile(f"(?P<w>{word})" + r"s?[*`'\":]*(?=[ \t])")
-    for word in ("pass(?:word|wd|phrase)", "token", "secret", "credential", "key")
-)
-_PROSE_BEFORE = frozenset(" \t\n\"'`([*>")  # what a sentence's word follows; not `-`, `.`, `$`
-_PROSE_WORDS = 6  # words read after the name
-_PROSE_WORD = re.compile(r"\S+")
-_PROSE_OPEN = "\"'`*(["
-_PROSE_CLOSE = "\"'`*)].,:;!?"
-_CLAUSE_END = ".;!?"
-_PROSE_CODE = frozenset("()[]{}<>=;")  # a word holding one of these is code, not a sentence's
-_PROSE_NOT_IN_VALUE = frozenset(":'=")  # a namespace, a possessive, an option
-_PROSE_VERBS = frozenset({"is", "was", "are", "were", "equals", "reads", "set", "to", "be"})
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_WORD_BEFORE = re.compile(r"([A-Za-z]+)[ \t]+$")
-_QUALIFIER_CHARS = 40  # the qualifier is the word just before: read no further back than this
-_PROSE_VERDICT = NameVerdict(password=False, whole=False)
-
-
-def prose_spans(text: str, low: str) -> Iterator[Span]:
-    """Secrets given in a sentence: a secret's name, then, among the next few words of its clause,
-    the first that is a secret by its looks alone."""
-    done = 0  # where the last secret found ends: a name inside what was read is not read again
-    for at, word, after in prose_starts(low):
-        if at < done:
-            continue
-        name = text[at : at + len(word)]
-        if word == "key":  # a key is a secret's only after its qualifier: "API key"
-            if at < 2 or low[at - 1] not in " \t" or not low[at - 2].isalpha():
-                continue  # no word just before (`  key: x`, `- key`)
-            before = _WORD_BEFORE.search(text, max(0, at - _QUALIFIER_CHARS), at)
-            if before is None:
-                continue
-            name = before.group(1) + " " + name
-        if judge_name(name) is None:
-            continue
-        line_end = text.find("\n", after)
-        found = _prose_value(text, after, len(text) if line_end < 0 else line_end)
-        if found is not None:
-            done = found[1]
-            yield found[0], found[1], "secret-assignment"
-
-
-def prose_starts(low: str) -> list[tuple[int, str, int]]:
-    """Where a secret's name stands as a word of a sentence in lowercased text, in order: its
-    start, the name, and where what follows it begins. After the start, a space, a quote or a
-    bracket (not inside a longer word or a name, which the assignment rules read), before a
-    space."""
-    return sorted(
-        {(m.start(), m.group("w"), m.end()) for rx in _PROSE_AT for m in rx.finditer(low)
-         if m.start() == 0 or low[m.start() - 1] in _PROSE_BEFORE}
-    )  # fmt: skip
-
-
-def _prose_value(text: str, pos: int, end: int) -> tuple[int, int] | None:
-    """The span of the first of the next _PROSE_WORDS words in text[pos:end] that is a secret by
-    its looks; none past the end of the clause."""
-    adjacent = True  # right after the name or its verb
-    for i, w in enumerate(_PROSE_WORD.finditer(text, pos, end)):
-        if i >= _PROSE_WORDS:
-            return None
-        start, stop = w.span()
-        while start < stop and text[start] in _PROSE_OPEN:
-            start += 1
-        while stop > start and text[stop - 1] in _PROSE_CLOSE:
-            stop -= 1
-        value = text[start:stop]
-        unpadded = value.rstrip("=")  # base64's padding is a key's own
-        if (
-            value[:1].isalnum()
-            and any(c.isdigit() for c in value)  # `MinIO&reg`, `RabbitMQ's`: names with markup
-            and _PROSE_NOT_IN_VALUE.isdisjoint(unpadded)  # `ec2:DescribeInstances`, `k=v`
-            and (adjacent or not _HEX.fullmatch(value))
-            and is_secret_value(
-                value, quoted=False, literal=True, name=_PROSE_VERDICT, config=False
-            )
-        ):
-            return start, stop
-        if text[w.end() - 1] in _CLAUSE_END or not _PROSE_CODE.isdisjoint(w.group()):
-            return None  # the clause ends, or this is code (`credentials: Any) -> SigV4Auth`)
-        adjacent = value.lower() in _PROSE_VERBS
-    return None

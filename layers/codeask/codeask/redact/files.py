@@ -504,6 +504,7 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
         region = _Joined(masked, 0, len(masked))
         spans += region.original(find_spans(region.text, syntax))
         spans += _config_data_spans(masked, syntax, path)
+        spans += _config_sentence_spans(masked)
     else:
         for start, end in _continued_regions(masked):
             region = _Joined(masked, start, end)
@@ -512,6 +513,7 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
         spans += netrc_spans(masked, low)  # an entry over several lines
         ranges = _lazy_ranges(masked, "" if cut else path)
         spans += _data_spans(masked, low, ranges)
+        spans += _sentence_spans(masked, low, "" if cut else path)
         spans += _value_below_spans(masked, low, ranges)
     spans += owned
     if spans:
@@ -650,6 +652,48 @@ def _data_spans(text: str, low: str, ranges: Callable[[], Ranges]) -> list[Span]
     return [span for span in found if _inside(ranges(), span[0])]
 
 
+def _sentence_spans(text: str, low: str, path: str) -> list[Span]:
+    """Secrets given in sentences (prose_spans) where a file has sentences: its data and its
+    comments, every line comment included. The strings are only scanned when a sentence gives
+    one."""
+    found = prose_spans(text, low)
+    if not found:
+        return []
+    ranges = data_ranges(text, path, comments=True)
+    return [span for span in found if _inside(ranges, span[0])]
+
+
+_COMMENT_MARKS = ("#", ";", "//")
+
+
+def _config_sentence_spans(text: str) -> list[Span]:
+    """Secrets given in sentences on a config file's comment lines (`# the token is X`), each
+    line read alone: most of a config file is no comment."""
+    spans: list[Span] = []
+    for start, end in _comment_lines(text):
+        line = text[start:end]
+        low = lowercase(line)
+        if any(name in low for name in _PROSE_SIGNS):  # most comments name no secret
+            spans += [(start + a, start + b, kind) for a, b, kind in prose_spans(line, low)]
+    return spans
+
+
+def _comment_lines(text: str) -> list[tuple[int, int]]:
+    """The lines whose first mark but blanks is a comment's (#, ;, //), in order: each mark found
+    by str.find, each line's lead read once (the rest of a line is skipped)."""
+    found: set[tuple[int, int]] = set()
+    for mark in _COMMENT_MARKS:
+        at = text.find(mark)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            if not text[start:at].strip(" \t"):
+                found.add((start, end))
+            at = text.find(mark, end)
+    return sorted(found)
+
+
 def _only_as_data(text: str, low: str) -> list[Span]:
     """The secrets in `text` read as data but not read as code: assignments with a bare value,
     table rows (table_spans), config directives (directive_spans) and labels in words naming a
@@ -704,6 +748,139 @@ def label_spans(text: str, low: str) -> list[Span]:
     return _named_values(_KEY_LABEL, text, low)
 
 
+# A secret given in a sentence, the way docs, READMEs and block comments give one: "use the token
+# X", "the password is X", "the shared secret for the webhook is X", "**Token** X", "the API key,
+# X, is". The secret's name as a word (judge_name reads it; a key only after its qualifier), then
+# every value among the next few words of its clause: a run of base64's letters inside a word
+# (so `<code>X</code>`, `[X](url)` and “X” are read), judged as a key's value is, never with a
+# password's leniency. A sentence names no field, so the value must show it is random: digits in
+# three groups or more (two in a value of 20 characters or more), which the names of algorithms,
+# models, versions and variables near these words never have (`ChaCha20Poly1305`, `secp256k1`,
+# `validTokens2Set`); hex (commits, digests) and `AAAA…` (an OpenSSH public key's blob) are left.
+# Data lines only: in code, the words after `token` are code.
+# The names (password, passwd, passphrase, token, secret, credential, creds, apikey, key), where
+# they can stand: one pattern per literal beginning, which the regex engine finds by it,
+# followed by a space (after a plural's `s`, a possessive, closing markdown or quotes, a colon or
+# a comma), so that `key:` lines and `secretKeyRef` never reach Python.
+_PROSE_AT = tuple(
+    re.compile(f"(?P<w>{word})" + r"(?:s|['’]s)?(?:</[a-z]+>|[*`'\"”’»:,])*(?=[ \t])")
+    for word in ("pass(?:word|wd|phrase)", "token", "secret", "cred(?:ential|s(?!s))", "apikey",
+                 "key")
+)  # fmt: skip
+_PROSE_SIGNS = ("pass", "token", "secret", "cred", "apikey", "key")  # the names' beginnings
+_PROSE_BEFORE = frozenset(" \t\n\"'`([*>“‘«„")  # what a sentence's word follows: not `-`, `.`, `$`
+_PROSE_WORDS = 10  # words read after the name: "the token we use in staging and in CI is X"
+_PROSE_CHARS = 400  # ... and no further than this: a long line is not read to its end per name
+_PROSE_WORD = re.compile(r"\S+")
+_PROSE_RUN = re.compile(r"[A-Za-z0-9+/]+=*")
+_CLAUSE_END = ".;!?"
+_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "cf.", "vs."})
+_PROSE_TRAILING = "\"'`*)]}>”’»"
+_DIGIT_GROUP = re.compile(r"\d+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]+=*")
+_WORD_BEFORE = re.compile(r"([A-Za-z]+)(?:</[a-z]+>|[*`'\"])*(?:[ \t]+|[_-])$")
+_QUALIFIER_CHARS = 40  # the qualifier is the word just before: read no further back than this
+_PROSE_VERDICT = NameVerdict(password=False, whole=False)
+
+
+def prose_spans(text: str, low: str) -> list[Span]:
+    """Secrets given in a sentence (data lines only): a secret's name, then, among the next few
+    words of its clause, the values that are random by their looks alone."""
+    spans: list[Span] = []
+    read = 0  # where the words read so far end: each word is judged once, however many names
+    for at, word, after in prose_starts(low):
+        name = text[at : at + len(word)]
+        if word == "key":  # a key is a secret's only after its qualifier: "API key", "api_key"
+            qualifier = _qualifier(text, at)
+            if qualifier is None:
+                continue
+            name = qualifier + " " + name
+        if judge_name(name) is None:
+            continue
+        found, read = _prose_values(text, max(after, read))
+        spans += [(start, end, "secret-assignment") for start, end in found]
+    return spans
+
+
+def _qualifier(text: str, at: int) -> str | None:
+    """The word just before a `key` at `at` ("API key", "api_key", "**API** key"), or None."""
+    if at < 2 or text[at - 1] not in " \t_-" or text[at - 2] in " \t\n-":
+        return None  # no word just before (`  key: x`, `- key`)
+    j = at - 1
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    k = j
+    while k > 0 and text[k - 1].isascii() and text[k - 1].isalpha():
+        k -= 1
+    if k < j:
+        return text[k:j]
+    # closing markup between them: read by the pattern, no further back than _QUALIFIER_CHARS
+    before = _WORD_BEFORE.search(text, max(0, at - _QUALIFIER_CHARS), at)
+    return None if before is None else before.group(1)
+
+
+def prose_starts(low: str) -> list[tuple[int, str, int]]:
+    """Where a secret's name stands as a word of a sentence in lowercased text, in order: its
+    start, the name, and where what follows it begins."""
+    return sorted(
+        {(m.start(), m.group("w"), m.end()) for rx in _PROSE_AT for m in rx.finditer(low)
+         if m.start() == 0 or low[m.start() - 1] in _PROSE_BEFORE
+         or m.group("w") == "key" and low[m.start() - 1] in "_-"}  # `api_key`: its qualifier
+    )  # fmt: skip
+
+
+def _prose_values(text: str, pos: int) -> tuple[list[tuple[int, int]], int]:
+    """The spans of the values random by their looks among the _PROSE_WORDS words after `pos` on
+    its line, up to the clause's end ("tokens are X and Y"), and where the words read end."""
+    found: list[tuple[int, int]] = []
+    line_end = text.find("\n", pos, pos + _PROSE_CHARS)
+    end = pos + _PROSE_CHARS if line_end < 0 else line_end
+    read = pos
+    for i, w in enumerate(_PROSE_WORD.finditer(text, pos, min(end, len(text)))):
+        if i >= _PROSE_WORDS or w.end() == pos + _PROSE_CHARS:
+            break  # too far, or a word the window cuts: never judge half of one
+        read = w.end()
+        shown = w.group()
+        if "=" in _PROSE_RUN.sub("", shown):
+            break  # an assignment or an option (`= "…"`, `k=v`): the assignment rules' to read
+        if _DIGIT_GROUP.search(shown):  # a value has digits: most words are not read further
+            # A URL in the word (`[X](https://…)`) is read up to its scheme: its password is the
+            # URL rule's, and its path no secret.
+            scheme = _SCHEME.search(text, w.start(), w.end())
+            for run in _PROSE_RUN.finditer(text, w.start(), scheme.start() if scheme else w.end()):
+                found += [(run.start() + a, run.start() + b) for a, b in _pieces(run.group())
+                          if _random_in_prose(run.group()[a:b])]  # fmt: skip
+        shown = shown.rstrip(_PROSE_TRAILING)
+        if shown[-1:] in _CLAUSE_END and shown.lower() not in _ABBREVIATIONS:
+            break
+    return found, read
+
+
+def _pieces(run: str) -> list[tuple[int, int]]:
+    """A run of base64's letters as the values it holds: itself, or a path's pieces when it is
+    one (`charts/commit/05bd…`: a piece that is a lowercase word), each judged alone."""
+    parts = run.split("/")
+    if len(parts) == 1 or not any(len(p) >= 4 and p.isalpha() and p.islower() for p in parts):
+        return [(0, len(run))]
+    out, at = [], 0
+    for part in parts:
+        out.append((at, at + len(part)))
+        at += len(part) + 1
+    return out
+
+
+def _random_in_prose(value: str) -> bool:
+    """Whether a word of a sentence is a random value: long, digits in several groups, not hex
+    nor a public key's blob, and random by is_secret_value's measures."""
+    groups = len(_DIGIT_GROUP.findall(value))
+    if not (groups >= 3 and len(value) >= 12 or groups >= 2 and len(value) >= 20):
+        return False
+    if _HEX_RUN.fullmatch(value) or value.startswith("AAAA"):
+        return False
+    return is_secret_value(value, quoted=False, literal=True, name=_PROSE_VERDICT, config=False)
+
+
 # A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell
 # that names a secret is followed by its value's cell. Only rows with a secret's word are split.
 _TABLE_ROW = re.compile(r"^[ \t]*\|[^\n]*\|[ \t]*\r?$", re.MULTILINE)
@@ -739,7 +916,8 @@ def _inside(ranges: Ranges, at: int) -> bool:
 def masks_more_as_data(line: str) -> bool:
     """Whether a line of code would show a secret if it were data: a search that judges its hit
     on the line alone must then judge it on the whole file (mask_file), which knows if it is."""
-    return bool(_only_as_data(line, lowercase(line)))
+    low = lowercase(line)
+    return bool(_only_as_data(line, low) or prose_spans(line, low))
 
 
 def _to_spans(starts: list[int], pieces: list[Piece], kind: str) -> list[Span]:

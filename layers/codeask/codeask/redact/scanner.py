@@ -13,7 +13,6 @@ from codeask.redact.assignments import (
     option_spans,
     pair_spans,
     pgpass_spans,
-    prose_spans,
     setting_spans,
     url_spans,
 )
@@ -46,7 +45,6 @@ def find_spans(text: str, syntax: str | None = None) -> list[Span]:
     found.extend(option_spans(text, low))
     found.extend(setting_spans(text, low))
     found.extend(pgpass_spans(text, low, syntax))
-    found.extend(prose_spans(text, low))
     return found
 
 

@@ -418,12 +418,13 @@ _BREAK = re.compile(r"[\r\n]")  # a carriage return alone ends a line too (an ol
 Ranges = list[tuple[int, int]]  # (start, end) offsets of text that is data
 
 
-def data_ranges(text: str, path: str) -> Ranges:
+def data_ranges(text: str, path: str, *, comments: bool = False) -> Ranges:
     """The stretches of `text` (a whole file, lines joined with "\\n") that are data, sorted and
     disjoint: each string or block comment that spans lines, from its opener's line start to its
     closer's line end; each string on one line; each run of two lines or more that hold only a
     line comment (a block of docs, as Go and Python write them); the whole text for a file in no
-    language scanned here (prose, docs, anything else)."""
+    language scanned here (prose, docs, anything else). With `comments`, every line comment too,
+    alone on its line or after code: words, for a rule that reads sentences only."""
     family = _family_of(path)
     if family is None:
         return [(0, len(text))]
@@ -446,7 +447,9 @@ def data_ranges(text: str, path: str) -> Ranges:
             out.append((start, len(text) if stop < 0 else stop))
         elif closer is _LINE_COMMENT:
             start = text.rfind("\n", 0, m.start()) + 1
-            if not text[start : m.start()].strip(" \t"):
+            if comments:
+                out.append((m.start(), end))
+            elif not text[start : m.start()].strip(" \t"):
                 comment_lines.append((start, end))
         elif closer not in _COMMENTS and closer is not _whole:
             # A string on one line is data too: `"token=xyzz0Wbap…&team_id=…"` is a request

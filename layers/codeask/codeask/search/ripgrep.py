@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,11 +66,23 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def clean_text(raw: bytes) -> str:
-    """Decode a line for a model: invalid UTF-8 replaced, control bytes dropped (tabs kept)."""
+    """Decode a line for a model: invalid UTF-8 replaced, control bytes dropped (tabs kept), and
+    a space of another kind (a no-break space, U+2028) shown as a plain one: dropped, it would
+    join the words on either side (`token\u00a0X` read as `tokenX`, past every rule that reads
+    words)."""
     text = raw.decode("utf-8", errors="replace")
     if text.isprintable() or ("\t" in text and text.replace("\t", " ").isprintable()):
         return text
-    return "".join(ch if ch.isprintable() or ch == "\t" else "" for ch in text)
+    return "".join(_shown(ch) for ch in text)
+
+
+def _shown(ch: str) -> str:
+    if ch.isprintable() or ch == "\t":
+        return ch
+    return " " if unicodedata.category(ch) in _SPACES else ""
+
+
+_SPACES = ("Zs", "Zl", "Zp")  # Unicode's space, line and paragraph separators
 
 
 def clean_whole(data: bytes) -> str | None:
