@@ -504,7 +504,7 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
         region = _Joined(masked, 0, len(masked))
         spans += region.original(find_spans(region.text, syntax))
         spans += _config_data_spans(masked, syntax, path)
-        spans += _config_sentence_spans(masked)
+        spans += _config_sentence_spans(masked, syntax)
     else:
         for start, end in _continued_regions(masked):
             region = _Joined(masked, start, end)
@@ -663,14 +663,11 @@ def _sentence_spans(text: str, low: str, path: str) -> list[Span]:
     return [span for span in found if _inside(ranges, span[0])]
 
 
-_COMMENT_MARKS = ("#", ";", "//")
-
-
-def _config_sentence_spans(text: str) -> list[Span]:
-    """Secrets given in sentences on a config file's comment lines (`# the token is X`), each
-    line read alone: most of a config file is no comment."""
+def _config_sentence_spans(text: str, syntax: str) -> list[Span]:
+    """Secrets given in sentences in a config file's comments (`# the token is X`, after a value
+    too: `image: app  # the token is X`), each comment read alone: most of a file is none."""
     spans: list[Span] = []
-    for start, end in _comment_lines(text):
+    for start, end in _comments(text, syntax):
         line = text[start:end]
         low = lowercase(line)
         if any(name in low for name in _PROSE_SIGNS):  # most comments name no secret
@@ -678,19 +675,30 @@ def _config_sentence_spans(text: str) -> list[Span]:
     return spans
 
 
-def _comment_lines(text: str) -> list[tuple[int, int]]:
-    """The lines whose first mark but blanks is a comment's (#, ;, //), in order: each mark found
-    by str.find, each line's lead read once (the rest of a line is skipped)."""
+_COMMENT_MARKS = {"ini": ("#", ";", "!"), "hcl": ("#", "//")}  # the rest: `#`
+
+
+def _comments(text: str, syntax: str) -> list[tuple[int, int]]:
+    """The comments of a config file, in order: from a mark that opens its line (after blanks)
+    or follows a blank (a comment after a value) to the line's end. Each mark is found by
+    str.find and judged by its line's first mark, found once per line."""
     found: set[tuple[int, int]] = set()
-    for mark in _COMMENT_MARKS:
+    first: dict[int, int] = {}  # a line's start -> its first character but blanks
+    for mark in _COMMENT_MARKS.get(syntax, ("#",)):
         at = text.find(mark)
         while at >= 0:
             start = text.rfind("\n", 0, at) + 1
-            end = text.find("\n", at)
-            end = len(text) if end < 0 else end
-            if not text[start:at].strip(" \t"):
-                found.add((start, end))
-            at = text.find(mark, end)
+            if start not in first:
+                lead = start
+                while lead < len(text) and text[lead] in " \t":
+                    lead += 1
+                first[start] = lead
+            if at == first[start] or (mark != "!" and text[at - 1] in " \t"):
+                end = text.find("\n", at)
+                found.add((at, len(text) if end < 0 else end))
+                at = text.find(mark, len(text) if end < 0 else end)
+            else:
+                at = text.find(mark, at + 1)
     return sorted(found)
 
 
@@ -748,66 +756,90 @@ def label_spans(text: str, low: str) -> list[Span]:
     return _named_values(_KEY_LABEL, text, low)
 
 
-# A secret given in a sentence, the way docs, READMEs and block comments give one: "use the token
-# X", "the password is X", "the shared secret for the webhook is X", "**Token** X", "the API key,
-# X, is". The secret's name as a word (judge_name reads it; a key only after its qualifier), then
-# every value among the next few words of its clause: a run of base64's letters inside a word
-# (so `<code>X</code>`, `[X](url)` and “X” are read), judged as a key's value is, never with a
-# password's leniency. A sentence names no field, so the value must show it is random: digits in
-# three groups or more (two in a value of 20 characters or more), which the names of algorithms,
-# models, versions and variables near these words never have (`ChaCha20Poly1305`, `secp256k1`,
-# `validTokens2Set`); hex (commits, digests) and `AAAA…` (an OpenSSH public key's blob) are left.
-# Data lines only: in code, the words after `token` are code.
-# The names (password, passwd, passphrase, token, secret, credential, creds, apikey, key), where
-# they can stand: one pattern per literal beginning, which the regex engine finds by it,
-# followed by a space (after a plural's `s`, a possessive, closing markdown or quotes, a colon or
-# a comma), so that `key:` lines and `secretKeyRef` never reach Python.
+# A secret given in a sentence, the way docs, READMEs and comments give one: "use the token X",
+# "the password is X", "the shared secret for the webhook is X", "**Token** X", "set
+# `GITHUB_TOKEN` to X". The secret's name as a word or at the end of an identifier (judge_name
+# reads the whole identifier; a lone key only after its qualifier, "API key"), then every value
+# among the next words of its clause: a run of base64's and base64url's letters inside a word (so
+# `<code>X</code>`, `[X](url)` and “X” are read) that is random by its looks, judged as a key's
+# value is, never with a password's leniency. A sentence names no field, so the value must show
+# it: digits in groups and no word in its letters (`ChaCha20Poly1305`, `AutoscalingV2beta2Api`,
+# `claude-3-5-sonnet-20241022` are names), and no id's prefix (`cus_…`, `sg-…`); hex and `0x…`
+# (commits, digests, addresses), `AAAA…` (an OpenSSH public key's blob), data URIs and URL paths
+# are left. Data lines only: in code, the words after `token` are code.
 _PROSE_AT = tuple(
-    re.compile(f"(?P<w>{word})" + r"(?:s|['’]s)?(?:</[a-z]+>|[*`'\"”’»:,])*(?=[ \t])")
-    for word in ("pass(?:word|wd|phrase)", "token", "secret", "cred(?:ential|s(?!s))", "apikey",
-                 "key")
+    re.compile(f"(?P<w>{word})" + r"(?:s|['’]s|\(s\))?(?:</[a-z]+>|[*`'\"”’»:,])*(?=[ \t—–\ufffd])")
+    for word in ("pass(?:word|wd|phrase|wort|code)", "pwd", "token", "secret",
+                 "cred(?:ential|s(?!s))", "apikey", "key", "contrase(?:ñ|n)a")
 )  # fmt: skip
-_PROSE_SIGNS = ("pass", "token", "secret", "cred", "apikey", "key")  # the names' beginnings
-_PROSE_BEFORE = frozenset(" \t\n\"'`([*>“‘«„")  # what a sentence's word follows: not `-`, `.`, `$`
-_PROSE_WORDS = 10  # words read after the name: "the token we use in staging and in CI is X"
-_PROSE_CHARS = 400  # ... and no further than this: a long line is not read to its end per name
-_PROSE_WORD = re.compile(r"\S+")
-_PROSE_RUN = re.compile(r"[A-Za-z0-9+/]+=*")
+# Names that are a secret's in any identifier, which judge_name does not read (other languages)
+_OWN_NAMES = frozenset({"passwort", "passcode", "contraseña", "contrasena"})
+_PROSE_SIGNS = ("pass", "pwd", "token", "secret", "cred", "apikey", "key", "contrase")
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_IDENT_MAX = 64  # an identifier longer than this is no name
+_PROSE_WORDS = 12  # words read after a name: "the password for the admin account on the … is X"
+_PROSE_WORD = re.compile(r"[^\s—–\ufffd]+")
+_PROSE_RUN = re.compile(r"[A-Za-z0-9+/_-]+=*")
 _CLAUSE_END = ".;!?"
-_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "cf.", "vs."})
+_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "cf.", "vs.", "a.m.", "p.m.", "approx.", "no."})
 _PROSE_TRAILING = "\"'`*)]}>”’»"
 _DIGIT_GROUP = re.compile(r"\d+")
+_QUOTED_KEY = re.compile(r"[\"'][*`]*:")  # `"NextToken":`, `'server':`: a mapping's key
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_HEX_RUN = re.compile(r"[0-9a-fA-F]+=*")
-_WORD_BEFORE = re.compile(r"([A-Za-z]+)(?:</[a-z]+>|[*`'\"])*(?:[ \t]+|[_-])$")
+_HEX_RUN = re.compile(r"(?:0[xX])?[0-9a-fA-F]+=*")
+_ID_PREFIX = re.compile(r"[a-z]{1,6}[_-]")  # `cus_…`, `sg-…`, `gpt-4o-…`: a typed id or a name
+_WORDISH = re.compile(r"[A-Z][a-z]{2,}|[a-z]{4,}")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_WORD_BEFORE = re.compile(r"([A-Za-z]+)(?:</[a-z]+>|[*`'\"])*[ \t]+$")
 _QUALIFIER_CHARS = 40  # the qualifier is the word just before: read no further back than this
 _PROSE_VERDICT = NameVerdict(password=False, whole=False)
 
 
 def prose_spans(text: str, low: str) -> list[Span]:
     """Secrets given in a sentence (data lines only): a secret's name, then, among the next few
-    words of its clause, the values that are random by their looks alone."""
+    words of its clause, the values that are random by their looks alone. A name met while
+    reading gives the reading its words anew, so each word is read once however dense the names."""
+    names = {at: (word, after) for at, word, after in prose_starts(low)}
     spans: list[Span] = []
-    read = 0  # where the words read so far end: each word is judged once, however many names
-    for at, word, after in prose_starts(low):
-        name = text[at : at + len(word)]
-        if word == "key":  # a key is a secret's only after its qualifier: "API key", "api_key"
-            qualifier = _qualifier(text, at)
-            if qualifier is None:
-                continue
-            name = qualifier + " " + name
-        if judge_name(name) is None:
+    read = 0  # where the words read so far end
+    for at in sorted(names):
+        if at < read or _QUOTED_KEY.search(low, at, names[at][1]) is not None:
+            continue  # read already, or a quoted key (`"NextToken": …`): the assignment rules'
+        if not _is_name(text, low, at, names[at][0]):
             continue
-        found, read = _prose_values(text, max(after, read))
+        found, read = _prose_values(text, low, names[at][1], names)
         spans += [(start, end, "secret-assignment") for start, end in found]
     return spans
 
 
+def _is_name(text: str, low: str, at: int, word: str) -> bool:
+    """Whether the name found at `at` is a secret's: the identifier it ends (`GITHUB_TOKEN`,
+    `spring.datasource.password`) as judge_name reads it, a lone key after its qualifier."""
+    start = at
+    while start > 0 and low[start - 1] in _IDENT_CHARS and at - start < _IDENT_MAX:
+        start -= 1
+    if start > 0 and low[start - 1] in _IDENT_CHARS:
+        return False  # too long for a name
+    name = text[start : at + len(word)]
+    if word in _OWN_NAMES:
+        return True
+    if word == "key" and start == at:  # a key is a secret's only after its qualifier: "API key"
+        qualifier = _qualifier(text, at)
+        if qualifier is None:
+            return False
+        name = qualifier + " " + name
+    return judge_name(name) is not None
+
+
 def _qualifier(text: str, at: int) -> str | None:
-    """The word just before a `key` at `at` ("API key", "api_key", "**API** key"), or None."""
-    if at < 2 or text[at - 1] not in " \t_-" or text[at - 2] in " \t\n-":
-        return None  # no word just before (`  key: x`, `- key`)
-    j = at - 1
+    """The word just before a lone `key` at `at` ("API key", "**API** key"), or None."""
+    if at < 2 or text[at - 1] not in " \t" or text[at - 2] in " \t\n":
+        j = at
+        while j > 0 and text[j - 1] in " \t":
+            j -= 1
+        if j == at or j == 0 or text[j - 1] not in ">*`'\"":
+            return None  # no word just before (`  key: x`, `- key`)
+    j = at
     while j > 0 and text[j - 1] in " \t":
         j -= 1
     k = j
@@ -821,47 +853,69 @@ def _qualifier(text: str, at: int) -> str | None:
 
 
 def prose_starts(low: str) -> list[tuple[int, str, int]]:
-    """Where a secret's name stands as a word of a sentence in lowercased text, in order: its
+    """Where a secret's name ends a word or an identifier in lowercased text, before a space (a
+    plural, a possessive, closing markup or quotes, a colon or a comma between), in order: its
     start, the name, and where what follows it begins."""
     return sorted(
-        {(m.start(), m.group("w"), m.end()) for rx in _PROSE_AT for m in rx.finditer(low)
-         if m.start() == 0 or low[m.start() - 1] in _PROSE_BEFORE
-         or m.group("w") == "key" and low[m.start() - 1] in "_-"}  # `api_key`: its qualifier
+        {(m.start(), m.group("w"), m.end()) for rx in _PROSE_AT for m in rx.finditer(low)}
     )  # fmt: skip
 
 
-def _prose_values(text: str, pos: int) -> tuple[list[tuple[int, int]], int]:
-    """The spans of the values random by their looks among the _PROSE_WORDS words after `pos` on
-    its line, up to the clause's end ("tokens are X and Y"), and where the words read end."""
+def _prose_values(
+    text: str, low: str, pos: int, names: dict[int, tuple[str, int]]
+) -> tuple[list[tuple[int, int]], int]:
+    """The spans of the values random by their looks among the words after `pos` on its line, up
+    to the clause's end ("tokens are X and Y"), and where the words read end. Each word is one
+    of the _PROSE_WORDS a name gives; a name among them (in `names`, judged or not: reading on
+    only judges more words) gives them anew. A clause
+    ends at `.`, `;`, `!` or `?` after a word, outside parentheses and not in an ellipsis or an
+    abbreviation."""
     found: list[tuple[int, int]] = []
-    line_end = text.find("\n", pos, pos + _PROSE_CHARS)
-    end = pos + _PROSE_CHARS if line_end < 0 else line_end
-    read = pos
-    for i, w in enumerate(_PROSE_WORD.finditer(text, pos, min(end, len(text)))):
-        if i >= _PROSE_WORDS or w.end() == pos + _PROSE_CHARS:
-            break  # too far, or a word the window cuts: never judge half of one
+    left, depth, read = _PROSE_WORDS, 0, pos
+    for w in _PROSE_WORD.finditer(text, pos):
+        if left == 0 or text.find("\n", read, w.start()) >= 0:
+            break  # the words ran out, or the line did
         read = w.end()
+        left -= 1
         shown = w.group()
-        if "=" in _PROSE_RUN.sub("", shown):
-            break  # an assignment or an option (`= "…"`, `k=v`): the assignment rules' to read
-        if _DIGIT_GROUP.search(shown):  # a value has digits: most words are not read further
+        if w.start() in names:  # another name: its words are read as well
+            left = _PROSE_WORDS
+        if ("=" in shown and "=" in _PROSE_RUN.sub("", shown)) or (
+            ":" in shown and _QUOTED_KEY.search(shown)
+        ):
+            break  # an assignment, an option or a key (`= "…"`, `k=v`, `'server':`): data
+        if _DIGIT_GROUP.search(shown) and "base64," not in shown:  # a value has digits
             # A URL in the word (`[X](https://…)`) is read up to its scheme: its password is the
             # URL rule's, and its path no secret.
             scheme = _SCHEME.search(text, w.start(), w.end())
             for run in _PROSE_RUN.finditer(text, w.start(), scheme.start() if scheme else w.end()):
-                found += [(run.start() + a, run.start() + b) for a, b in _pieces(run.group())
-                          if _random_in_prose(run.group()[a:b])]  # fmt: skip
-        shown = shown.rstrip(_PROSE_TRAILING)
-        if shown[-1:] in _CLAUSE_END and shown.lower() not in _ABBREVIATIONS:
+                value = run.group().strip("_-")  # `_X_`, `-X-`: markup around it
+                at = run.start() + run.group().index(value) if value else run.start()
+                found += [(at + a, at + b) for a, b in _pieces(value)
+                          if _random_in_prose(value[a:b])]  # fmt: skip
+        depth = max(0, depth + shown.count("(") - shown.count(")"))
+        stripped = shown.rstrip(_PROSE_TRAILING)
+        aside = ")" in shown[len(stripped) :]  # `(don't share!)`: the mark is the aside's
+        shown = stripped
+        if (
+            shown[-1:] in _CLAUSE_END
+            and depth == 0
+            and not aside
+            and not shown.endswith("..")
+            and shown.lower() not in _ABBREVIATIONS
+        ):
             break
     return found, read
 
 
 def _pieces(run: str) -> list[tuple[int, int]]:
-    """A run of base64's letters as the values it holds: itself, or a path's pieces when it is
-    one (`charts/commit/05bd…`: a piece that is a lowercase word), each judged alone."""
+    """A run as the values it holds: none when it starts with an id's prefix (`cus_…`); a path's
+    pieces when it is one (`charts/commit/05bd…`: a piece that is a lowercase word), each judged
+    alone; else itself."""
+    if _ID_PREFIX.match(run):
+        return []
     parts = run.split("/")
-    if len(parts) == 1 or not any(len(p) >= 4 and p.isalpha() and p.islower() for p in parts):
+    if len(parts) == 1 or not any(len(p) >= 3 and p.isalpha() and p.islower() for p in parts):
         return [(0, len(run))]
     out, at = [], 0
     for part in parts:
@@ -871,14 +925,33 @@ def _pieces(run: str) -> list[tuple[int, int]]:
 
 
 def _random_in_prose(value: str) -> bool:
-    """Whether a word of a sentence is a random value: long, digits in several groups, not hex
-    nor a public key's blob, and random by is_secret_value's measures."""
-    groups = len(_DIGIT_GROUP.findall(value))
-    if not (groups >= 3 and len(value) >= 12 or groups >= 2 and len(value) >= 20):
+    """Whether a word of a sentence is a random value: digits in several groups (the more, the
+    shorter it may be), no word in its letters, not hex nor a public key's blob, and random by
+    is_secret_value's measures."""
+    core = value.rstrip("=").lstrip("/+")
+    groups = len(_DIGIT_GROUP.findall(core))
+    size = len(core) - core.count("-") - core.count("_")
+    longest = max((len(s) for s in _CAMEL_PIECES.findall(core) if s.isalpha()), default=0)
+    if not (
+        groups >= 3
+        and size >= 12
+        or groups >= 2
+        and size >= 16
+        and longest < 6
+        or groups >= 1
+        and size >= 20
+        and longest < 5
+    ):
         return False
-    if _HEX_RUN.fullmatch(value) or value.startswith("AAAA"):
+    letters = sum(map(len, _LETTERS.findall(core)))
+    if longest >= 8 or sum(map(len, _WORDISH.findall(core))) >= 0.7 * letters:
+        return False  # words: `ChaCha20Poly1305`, `IoK8sApiAdmissionregistrationV1beta1Api`
+    if _HEX_RUN.fullmatch(core) or core.startswith("AAAA"):
         return False
-    return is_secret_value(value, quoted=False, literal=True, name=_PROSE_VERDICT, config=False)
+    return is_secret_value(core, quoted=False, literal=True, name=_PROSE_VERDICT, config=False)
+
+
+_CAMEL_PIECES = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 # A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell

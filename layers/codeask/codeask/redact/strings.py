@@ -423,8 +423,9 @@ def data_ranges(text: str, path: str, *, comments: bool = False) -> Ranges:
     disjoint: each string or block comment that spans lines, from its opener's line start to its
     closer's line end; each string on one line; each run of two lines or more that hold only a
     line comment (a block of docs, as Go and Python write them); the whole text for a file in no
-    language scanned here (prose, docs, anything else). With `comments`, every line comment too,
-    alone on its line or after code: words, for a rule that reads sentences only."""
+    language scanned here (prose, docs, anything else). With `comments`, every comment too, a line
+    comment alone on its line or after code, a block comment on one line: words, for a rule that
+    reads sentences only."""
     family = _family_of(path)
     if family is None:
         return [(0, len(text))]
@@ -455,6 +456,8 @@ def data_ranges(text: str, path: str, *, comments: bool = False) -> Ranges:
             # A string on one line is data too: `"token=xyzz0Wbap…&team_id=…"` is a request
             # body, not an assignment in code.
             out.append((m.start(), end))
+        elif comments and closer is not _whole:
+            out.append((m.start(), end))  # a block comment on one line: `/* the token is … */`
         pos = max(end, m.start() + 1)
     return _merged(out + _comment_blocks(comment_lines))
 

@@ -67,9 +67,9 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 def clean_text(raw: bytes) -> str:
     """Decode a line for a model: invalid UTF-8 replaced, control bytes dropped (tabs kept), and
-    a space of another kind (a no-break space, U+2028) shown as a plain one: dropped, it would
-    join the words on either side (`token\u00a0X` read as `tokenX`, past every rule that reads
-    words)."""
+    a space of another kind (a no-break space, U+2028, a form feed, NEL) shown as a plain one:
+    dropped, it would join the words on either side (`token\u00a0X` read as `tokenX`, past every
+    rule that reads words)."""
     text = raw.decode("utf-8", errors="replace")
     if text.isprintable() or ("\t" in text and text.replace("\t", " ").isprintable()):
         return text
@@ -79,7 +79,9 @@ def clean_text(raw: bytes) -> str:
 def _shown(ch: str) -> str:
     if ch.isprintable() or ch == "\t":
         return ch
-    return " " if unicodedata.category(ch) in _SPACES else ""
+    if ch == "\r":
+        return ""  # the end of a CRLF line, not a space
+    return " " if ch.isspace() or unicodedata.category(ch) in _SPACES else ""
 
 
 _SPACES = ("Zs", "Zl", "Zp")  # Unicode's space, line and paragraph separators
