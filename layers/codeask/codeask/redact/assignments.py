@@ -17,7 +17,9 @@ from codeask.redact.tokens import ALNUM, Span
 # --- Judging names ------------------------------------------------------------------------------
 
 _NAME_CHARS = ALNUM | frozenset("_.-")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+CAMEL_PARTS = re.compile(  # a name's words and numbers: `userPwd`, `HTTPServer2`
+    r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+"
+)
 # The words that name a password, alone or in a longer name (db_passwd, userPwd). Every rule that
 # reads a password's key by its name reads these: judge_name, the netrc entry's keyword, and the
 # search's whole-file signs (search/unmasked.py).
@@ -52,7 +54,7 @@ class NameVerdict:
 
 
 def _segments(name: str) -> list[str]:
-    return [s.lower() for part in re.split(r"[_.\-\s]+", name) for s in _CAMEL.findall(part)]
+    return [s.lower() for part in re.split(r"[_.\-\s]+", name) for s in CAMEL_PARTS.findall(part)]
 
 
 def _is_pass_segment(seg: str) -> bool:
@@ -270,7 +272,6 @@ _LINE_LEAD = re.compile(
     r"(?:(?:export|env|arg|set|setx|readonly|local|declare[ \t]+-\w+|typeset[ \t]+-\w+)[ \t]+)?",
     re.IGNORECASE,
 )
-_LINE_TAIL = re.compile(r"[ \t]*(?:[#;].*|\\)?\r?")
 
 
 _ENV_WORD = re.compile(r"[A-Z][A-Z0-9_]*=")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 from codeask.redact.assignments import (
+    CAMEL_PARTS,
     PLACEHOLDER_HINTS,
     NameVerdict,
     assignment_spans,
@@ -799,15 +800,16 @@ def prose_spans(text: str, low: str) -> list[Span]:
     """Secrets given in a sentence (data lines only): a secret's name, then, among the next few
     words of its clause, the values that are random by their looks alone. A name met while
     reading gives the reading its words anew, so each word is read once however dense the names."""
-    names = {at: (word, after) for at, word, after in prose_starts(low)}
+    starts = prose_starts(low)
+    names = {at: (word, after) for at, word, after in starts}
     spans: list[Span] = []
     read = 0  # where the words read so far end
-    for at in sorted(names):
-        if at < read or _QUOTED_KEY.search(low, at, names[at][1]) is not None:
+    for at, word, after in starts:
+        if at < read or _QUOTED_KEY.search(low, at, after) is not None:
             continue  # read already, or a quoted key (`"NextToken": …`): the assignment rules'
-        if not _is_name(text, low, at, names[at][0]):
+        if not _is_name(text, low, at, word):
             continue
-        found, read = _prose_values(text, low, names[at][1], names)
+        found, read = _prose_values(text, low, after, names)
         spans += [(start, end, "secret-assignment") for start, end in found]
     return spans
 
@@ -833,15 +835,13 @@ def _is_name(text: str, low: str, at: int, word: str) -> bool:
 
 def _qualifier(text: str, at: int) -> str | None:
     """The word just before a lone `key` at `at` ("API key", "**API** key"), or None."""
-    if at < 2 or text[at - 1] not in " \t" or text[at - 2] in " \t\n":
-        j = at
-        while j > 0 and text[j - 1] in " \t":
-            j -= 1
-        if j == at or j == 0 or text[j - 1] not in ">*`'\"":
-            return None  # no word just before (`  key: x`, `- key`)
     j = at
     while j > 0 and text[j - 1] in " \t":
         j -= 1
+    if j == at or j == 0 or text[j - 1] == "\n":
+        return None  # no word just before (`  key: x`)
+    if at - j > 1 and text[j - 1] not in ">*`'\"":
+        return None  # blanks between words: no qualifier, only closing markup may stand there
     k = j
     while k > 0 and text[k - 1].isascii() and text[k - 1].isalpha():
         k -= 1
@@ -867,9 +867,8 @@ def _prose_values(
     """The spans of the values random by their looks among the words after `pos` on its line, up
     to the clause's end ("tokens are X and Y"), and where the words read end. Each word is one
     of the _PROSE_WORDS a name gives; a name among them (in `names`, judged or not: reading on
-    only judges more words) gives them anew. A clause
-    ends at `.`, `;`, `!` or `?` after a word, outside parentheses and not in an ellipsis or an
-    abbreviation."""
+    only judges more words) gives them anew. A clause ends at `.`, `;`, `!` or `?` after a word,
+    outside parentheses and not in an ellipsis or an abbreviation."""
     found: list[tuple[int, int]] = []
     left, depth, read = _PROSE_WORDS, 0, pos
     for w in _PROSE_WORD.finditer(text, pos):
@@ -931,16 +930,11 @@ def _random_in_prose(value: str) -> bool:
     core = value.rstrip("=").lstrip("/+")
     groups = len(_DIGIT_GROUP.findall(core))
     size = len(core) - core.count("-") - core.count("_")
-    longest = max((len(s) for s in _CAMEL_PIECES.findall(core) if s.isalpha()), default=0)
+    longest = max((len(s) for s in CAMEL_PARTS.findall(core) if s.isalpha()), default=0)
     if not (
-        groups >= 3
-        and size >= 12
-        or groups >= 2
-        and size >= 16
-        and longest < 6
-        or groups >= 1
-        and size >= 20
-        and longest < 5
+        (groups >= 3 and size >= 12)
+        or (groups >= 2 and size >= 16 and longest < 6)
+        or (groups >= 1 and size >= 20 and longest < 5)
     ):
         return False
     letters = sum(map(len, _LETTERS.findall(core)))
@@ -949,9 +943,6 @@ def _random_in_prose(value: str) -> bool:
     if _HEX_RUN.fullmatch(core) or core.startswith("AAAA"):
         return False
     return is_secret_value(core, quoted=False, literal=True, name=_PROSE_VERDICT, config=False)
-
-
-_CAMEL_PIECES = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 # A table row of prose (Markdown, reStructuredText's grid): `| DB_PASSWORD | Xy7… |`. A cell

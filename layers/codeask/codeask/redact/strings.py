@@ -447,11 +447,12 @@ def data_ranges(text: str, path: str, *, comments: bool = False) -> Ranges:
             stop = text.find("\n", end)
             out.append((start, len(text) if stop < 0 else stop))
         elif closer is _LINE_COMMENT:
-            start = text.rfind("\n", 0, m.start()) + 1
             if comments:
                 out.append((m.start(), end))
-            elif not text[start : m.start()].strip(" \t"):
-                comment_lines.append((start, end))
+            else:
+                start = text.rfind("\n", 0, m.start()) + 1
+                if not text[start : m.start()].strip(" \t"):
+                    comment_lines.append((start, end))
         elif closer not in _COMMENTS and closer is not _whole:
             # A string on one line is data too: `"token=xyzz0Wbap…&team_id=…"` is a request
             # body, not an assignment in code.
