@@ -111,6 +111,67 @@ def test_definitions_have_names_scopes_kinds_and_docs() -> None:
     assert (tpl.name, tpl.line) == ("db.service.port", 4) and "service port" in tpl.doc
 
 
+PRESETS = """{{/*
+Return a resource object for a preset
+*/}}
+{{- define "common.resources.preset" -}}
+{{- $presets := dict
+  "nano" (dict "requests" (dict "cpu" "100m" "memory" "128Mi"))
+  "small" (dict "requests" (dict "cpu" "500m" "memory" "512Mi"))
+-}}
+{{- if hasKey $presets .type -}}
+{{- index $presets .type | toYaml -}}
+{{- else -}}
+{{- fail "unknown preset" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "common.other" -}}
+{{- end -}}
+"""
+
+
+def test_a_template_spans_its_define_down_to_its_own_end() -> None:
+    defs = {d.name: d for d in extract("c/templates/_resources.tpl", PRESETS.splitlines())}
+    # the `if` nested in it ends first; the define's own `end` closes it
+    assert (defs["common.resources.preset"].line, defs["common.resources.preset"].end) == (4, 14)
+    assert (defs["common.other"].line, defs["common.other"].end) == (16, 17)
+    assert "resource object" in defs["common.resources.preset"].doc
+
+
+def test_a_template_files_entry_is_its_first_comment_past_the_licence_and_modeline() -> None:
+    text = (
+        "{{/*\nCopyright Example Corp. All Rights Reserved.\nSPDX-License-Identifier: APACHE-2.0\n*/}}\n"
+        "\n{{/* vim: set filetype=mustache: */}}\n\n{{/*\nReturn a resource object for a preset\n*/}}\n"
+        + PRESETS.split("*/}}\n", 1)[1]
+    )
+    entry = extract("c/templates/_resources.tpl", text.splitlines())[0]
+    assert entry.kind == "file" and entry.doc == "Return a resource object for a preset"
+
+
+def test_a_template_is_found_by_what_its_body_says(tmp_path: Path) -> None:
+    # Given the helper that holds the presets, and helpers whose names say more of the question
+    write(tmp_path, "common/templates/_resources.tpl", PRESETS)
+    for i in range(3):
+        write(tmp_path, f"db{i}/templates/_helpers.tpl",
+              f'{{{{- define "db{i}.memory.requests.limit" -}}}}\n{{{{ .Values.memory }}}}\n'
+              "{{- end -}}\n")  # fmt: skip
+    snap = Snapshot(tmp_path, "6" * 40, RepoRef("charts", str(tmp_path)))
+    definition_index._cache.clear()
+    # When the question asks for what one preset gives
+    result = search_only.answer(
+        "What cpu and memory requests does the preset 'small' give?", Toolbox(snap)
+    )
+    # Then the helper is cited first, from its define down to the line that answers
+    top = result.evidence[0]
+    assert (top.path, top.line, top.name) == (
+        "common/templates/_resources.tpl",
+        4,
+        "common.resources.preset",
+    )
+    assert top.end_line == 7
+
+
 @pytest.mark.parametrize("fts5", [True, False])
 def test_bm25_finds_a_definition_by_what_it_means(tree: Path, fts5: bool) -> None:
     if fts5 and not fts5_available():

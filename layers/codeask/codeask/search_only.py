@@ -44,7 +44,13 @@ HIT_WEIGHT = 1.0  # a rare question word ripgrep found inside a definition, per 
 EXACT_WEIGHT = 2.0  # ... when it is a quoted phrase or an identifier from the question
 BODY_WEIGHT = 1.0  # the question's words in a candidate's body, as BM25 with this weight
 BODY_CANDIDATES = 300
-BODY_KINDS = ("function", "method", "class")  # the definitions whose bodies are read
+BODY_KINDS = ("function", "method", "class", "template")  # the definitions whose bodies are read
+# A Go/Helm template's body is mostly `.Values` paths and other helpers' names, which say the
+# question's words as often as it answers them: read at this share, it lifts the helper the
+# question describes (charts-how-01: the `small` preset's requests and limits) and leaves the
+# values key that answers alone (at 0.4 and more, another chart's JVM helpers outrank the kafka
+# value charts-where-01 asks for).
+TEMPLATE_BODY_SHARE = 0.25
 BODY_LINES = 400
 BODY_AVG_WORDS = 120.0
 K1, B = 1.2, 0.75
@@ -749,6 +755,8 @@ def _add_bodies(
         for w, f in tf.items():
             weight, label = want[w]
             got = BODY_WEIGHT * weight * idf[w] * f * (K1 + 1) / (f + norm)
+            if c.kind == "template":
+                got *= TEMPLATE_BODY_SHARE
             if c.kind == "class":
                 c.own += got
             else:

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from codeask.search import heuristics, languages
 from codeask.search.filekinds import file_kind, language_of, refine_language
+from codeask.search.gotemplate import NAMED, TemplateSyntax
 from codeask.search.languages import CALLS, FUNCTIONS, STRINGS
 from codeask.search.ranking import is_licence_header
 
@@ -81,7 +82,8 @@ def extract(
                 out += _code(language, tree, source, lines)
             return out[: MAX_PER_FILE + 1]
     if kind != "docs":
-        out += _heuristic(lines, language)
+        found = _heuristic(lines, language)
+        out += _template_ends(lines, found) if language == "gotmpl" else found
     return out[: MAX_PER_FILE + 1]
 
 
@@ -379,12 +381,41 @@ def _heuristic(lines: list[str], language: str | None) -> list[Definition]:
     return out
 
 
+def _template_ends(lines: list[str], found: list[Definition]) -> list[Definition]:
+    """A Go or Helm template's `{{ define "x" }}` down to its `{{ end }}`, as the template scanner
+    nests them (the line scanner sees only the opening line): the helper's body is its own, so a
+    search hit inside it is evidence for the helper, and its citation shows the whole of it."""
+    ends = {(b.start, b.name): b.end for b in TemplateSyntax(lines, yaml=False).blocks
+            if b.kind in NAMED and b.name}  # fmt: skip
+    return [d._replace(end=max(d.end, ends.get((d.line, d.name), d.end))) if d.kind == "template"
+            else d for d in found]  # fmt: skip
+
+
+_TEMPLATE_COMMENT_MARKS = re.compile(r"\{\{-?\s*/\*|\*/\s*-?\}\}")
+
+
+def _template_head(lines: list[str]) -> list[str]:
+    """A Go/Helm template file's opening comment: the first `{{/* … */}}` in its first 40 lines
+    that is not a licence header or an editor's modeline (`{{/* vim: set filetype=mustache: */}}`)."""
+    for row, _, end_row, _ in TemplateSyntax(lines[:40], yaml=False).comments:
+        rows = range(row, min(end_row, row + _PROSE_LINES) + 1)
+        if any(is_licence_header(r, lines[r - 1]) for r in rows):
+            continue
+        text = [_TEMPLATE_COMMENT_MARKS.sub(" ", lines[r - 1]).strip() for r in rows]
+        text = [t for t in text if t]
+        if text and not text[0].startswith("vim:"):
+            return text
+    return []
+
+
 def _file_entry(path: str, lines: list[str], language: str | None, kind: str) -> Definition:
     """The file itself: its name, and its opening comment or docstring (prose: its first lines)."""
     name = path.rsplit("/", 1)[-1]
     head: list[str] = []
     if kind == "docs":
         head = [ln for ln in lines[:40] if ln.strip()][:_PROSE_LINES]
+    elif language == "gotmpl":
+        head = _template_head(lines)
     else:
         for i, text in enumerate(lines[:40]):
             s = text.strip()
