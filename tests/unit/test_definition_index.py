@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -11,8 +13,8 @@ import pytest
 
 from codeask import search_only
 from codeask.denylist import DenyList
-from codeask.mirror import MirrorStore, RepoSpec
-from codeask.search import definition_index
+from codeask.mirror import MirrorStore, RepoSpec, inplace
+from codeask.search import definition_index, definitions, syntax
 from codeask.search.definition_index import DefinitionIndex, Pending, fts5_available, index_for
 from codeask.search.definitions import extract
 from codeask.search.index_build import partial_path
@@ -500,3 +502,76 @@ def test_a_british_question_finds_the_american_names(tmp_path: Path) -> None:
     found = index.search([((w,), 1.0) for w in tokens("colour initialised")])
     # Then both definitions are found
     assert {"text_color", "initialize_theme"} <= {f.name for f in found}
+
+
+# Patterns that had two runs of blanks around an optional part, or a lazy value before trailing
+# blanks: each backtracked over a long run of blanks inside a line, quadratic in it (a templated
+# values line with 200,000 blanks inside took minutes to index). Their old forms are the models.
+_OLD = {
+    "template_key": re.compile(r"^( *)(- +)?([A-Za-z_][\w.-]*)\s*:(?:\s+(.*?))?\s*$"),
+    "block_end": re.compile(r"\*/\s*(-?\}\})?\s*$"),
+    "path_key": re.compile(r"(?i)^\s*path\s*=\s*(.*?)\s*$"),
+    "macro_line": re.compile(r"^\s*[A-Za-z_]\w*\s*\([^()]*\)\s*;?\s*$"),
+}
+_BITS = [
+    " ",
+    "\t",
+    "a",
+    ":",
+    "-",
+    "*/",
+    "}}",
+    "-}}",
+    ";",
+    "(",
+    ")",
+    "x",
+    "path",
+    "=",
+    '"',
+    "\u00a0",
+]
+
+
+def _new_reading(which: str, s: str) -> object:
+    if which == "template_key":
+        m = definitions._TEMPLATE_KEY.match(s)
+        return m and (*m.groups()[:3], m.group(4) and m.group(4).rstrip())
+    if which == "block_end":
+        return bool(definitions._BLOCK_END.search(s.strip()))
+    if which == "path_key":
+        m = inplace._PATH_KEY.match(s)
+        return m and m.group(1).rstrip()
+    return bool(syntax._MACRO_LINE.match(s))
+
+
+def _old_reading(which: str, s: str) -> object:
+    m = _OLD[which].search(s) if which == "block_end" else _OLD[which].match(s)
+    if which == "template_key":
+        return m and (*m.groups()[:3], m.group(4))
+    if which == "path_key":
+        return m and m.group(1)
+    return bool(m)
+
+
+@pytest.mark.parametrize("which", sorted(_OLD))
+def test_line_patterns_read_as_before_in_one_pass(which: str) -> None:
+    rng = random.Random(which)
+    for _ in range(20_000):
+        s = "".join(rng.choice(_BITS) for _ in range(rng.randint(0, 10)))
+        if which == "block_end" and not s.strip().endswith(("*/", "}}")):
+            continue  # read only where the line ends so
+        assert _new_reading(which, s) == _old_reading(which, s), repr(s)
+    # ... and a long run of blanks inside the line is one pass
+    blanks = " " * 300_000
+    long = {"template_key": f"a: x{blanks}y", "block_end": f"*/{blanks}x */",
+            "path_key": f"path = x{blanks}y", "macro_line": f"f(){blanks}x"}[which]  # fmt: skip
+    assert _new_reading(which, long) == {"template_key": ("", None, "a", f"x{blanks}y"),
+                                         "block_end": True, "path_key": f"x{blanks}y",
+                                         "macro_line": False}[which]  # fmt: skip
+
+
+def test_a_templated_values_line_with_a_long_blank_run_is_indexed() -> None:
+    lines = ["auth:", "  password: x" + " " * 300_000 + "y", "  user: {{ .Values.user }}"]
+    keys = {(d.name, d.scope) for d in extract("chart/templates/secret.yaml", lines)}
+    assert {("auth", ()), ("password", ("auth",)), ("user", ("auth",))} <= keys

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import base64
 import random
+import re
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from codeask.redact import REDACTED, mask_file, scan
+from codeask.redact import files as redact_files
 from conftest import shown_by_tools as shown
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
@@ -272,3 +276,35 @@ def test_a_numbered_read_from_a_legacy_keys_header_masks_as_an_unnumbered_one() 
         numbered = [f"{n}  {line}" for n, line in enumerate(key[start:], start=start + 1)]
         shown = scan("\n".join(numbered))[0].split("\n")
         assert [s.split("  ", 1)[1] for s in shown] == plain
+
+
+# The regex the one-line action scanner replaced, kept as its model (it backtracked from each
+# `{{` to the end of its line: a 40 KB Secret value of `{{` took 23 s to mask).
+_ACTION_MODEL = re.compile(r"\{\{-?(.*?)-?\}\}")
+_PIECES = ["{{", "}}", "{{-", "-}}", "-", "x", "\n", '"', "{", "}", " "]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+@example('{{ "a" }}{{- x -}}\n{{ y\n}} {{}} {{-}}')
+def test_template_actions_on_a_line_are_what_the_regex_found(value: str) -> None:
+    want = [(m.start(), m.end(), m.group(1)) for m in _ACTION_MODEL.finditer(value)]
+    assert redact_files._actions(value) == want
+
+
+def test_a_secret_of_unclosed_template_actions_is_judged_in_one_pass() -> None:
+    # Given Secret manifests whose data values are a million template openers, or closers
+    # far below thousands of lines of openers
+    for value in ("{{" * 1_000_000, "{{ x" * 300_000, "{{}}" * 500_000):
+        lines = ["apiVersion: v1", "kind: Secret", "data:", f"  password: {value}"]
+        # When masked: Then it is judged (a bare template is no typed-in secret) and kept
+        out, _ = mask_file(lines, "k8s/secret.yaml")
+        assert out == lines
+    # ... lines of openers that close only far below are passed over a line at a time
+    assert redact_files._actions("{{\n" * 300_000 + "}}") == []
+    # ... and a literal typed into an action after a hundred thousand others is still masked
+    key = "Zq8" + "x7Kp2" * 4 + "9vL"
+    tail = f'{{{{ "{key}" | b64enc }}}}'
+    lines = ["kind: Secret", "data:", "  password: " + "{{ .Values.x }}" * 100_000 + tail]
+    out, _ = mask_file(lines, "k8s/secret.yaml")
+    assert key not in "\n".join(out)

@@ -6,7 +6,11 @@ import re
 import shutil
 from pathlib import Path
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from codeask.search.filekinds import file_kind, language_of, refine_language
+from codeask.search.gotemplate import TemplateSyntax, actions
 from codeask.search.patterns import Pattern
 from codeask.search.syntax import FileSyntax
 from codeask.snapshot import RepoRef, Snapshot
@@ -104,3 +108,34 @@ def test_search_shows_a_define_whole_with_a_d_mark_and_labels_its_uses(tmp_path:
     assert re.search(r"^> +5      PGPASSWORD=", text, re.M)
     # the define comes before its use
     assert text.index("_helpers.tpl") < text.index("statefulset.yaml")
+
+
+# The regex the scanner replaced, kept as the model of what an action is: it backtracks, each
+# unclosed `{{` scanning to the end of the text (`{{/*` repeated 40,000 times took 87 s).
+_MODEL = re.compile(r"\{\{-?\s*(/\*.*?\*/|.*?)\s*-?\}\}", re.S)
+
+
+_PIECES = ["{{", "}}", "{{-", "-}}", "/*", "*/", " ", "-", "x", "\n", '"', "{", "}"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+@example("{{/* a */}} {{ x }} {{- /* b */ -}} {{/* c */ }}")
+@example("{{/* a {{ x }} b */}}{{ y -}}{{/* never closed }}")
+def test_actions_are_what_the_backtracking_regex_found(text: str) -> None:
+    got = [(start, words, end) for start, _, words, end in actions(text)]
+    want = [(m.start(), m.group(1), m.end()) for m in _MODEL.finditer(text)]
+    assert got == want
+
+
+def test_a_template_that_never_closes_is_read_in_one_pass() -> None:
+    # Hostile templates: a million openers that never close, comments that never end, comment
+    # ends that are never a close. Each is one pass (the regex this replaced would take hours).
+    for piece in ("{{", "{{/*", "{{/**/", "{{- x", "{{/* */ }"):
+        syntax = TemplateSyntax([piece * 1_000_000], yaml=False)
+        assert syntax.blocks == [] and syntax.calls == []
+    # ... and a real action after a long unclosed comment is still found
+    text = "{{/* " + "{{ x " * 100_000 + '*/}}\n{{- define "late" -}}\n{{- end -}}'
+    syntax = TemplateSyntax(text.split("\n"), yaml=False)
+    assert [(b.name, b.start, b.end) for b in syntax.blocks] == [("late", 2, 3)]
+    assert syntax.comments[0][:2] == (1, 0)

@@ -17,7 +17,7 @@ _PSEUDO_REF = re.compile(r"^[A-Z_]+HEAD$")
 _FANOUT = re.compile(r"^[0-9a-f]{2}$")
 _INCLUDE_SECTION = re.compile(r'(?i)^\s*\[\s*include(?:if\s+"[^"]*")?\s*\]')
 _SECTION = re.compile(r"^\s*\[")
-_PATH_KEY = re.compile(r"(?i)^\s*path\s*=\s*(.*?)\s*$")
+_PATH_KEY = re.compile(r"(?i)^\s*path\s*=\s*(.*)$")  # the value stripped after (no backtracking)
 _SMALL_FILE = 1 << 20  # more than any .git file, commondir or alternates list holds
 _REFS_MAX = 50_000  # entries of refs/** looked at; beyond, the rest are read unchecked
 _DEPTH_MAX = 5  # libgit2 follows alternates and includes no deeper either
@@ -206,7 +206,7 @@ def _includes(config: Path, shown: str, depth: int) -> str | None:
         value = _PATH_KEY.match(line) if in_include else None
         if value is None:
             continue
-        target = Path(value.group(1).strip('"')).expanduser()
+        target = Path(value.group(1).rstrip().strip('"')).expanduser()
         target = config.parent / target  # an absolute path replaces the folder whole
         found = _file(target, f"{target}, which {shown} includes,") or _includes(
             target, str(target), depth + 1

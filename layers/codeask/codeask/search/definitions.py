@@ -23,7 +23,9 @@ _CLASSY = ("class", "struct", "interface", "trait", "impl", "enum", "module", "r
 _NEEDS_BODY = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
 )
-_BLOCK_END = re.compile(r"\*/\s*(-?\}\})?\s*$")
+# a block comment's end: `*/`, or a template comment's `*/}}` (one optional part between two runs
+# of blanks, `\s*(…)?\s*$`, backtracked quadratically over a long run of them)
+_BLOCK_END = re.compile(r"\*/(?:\s*-?\}\})?$")
 _BLOCK_START = re.compile(r"/\*")
 _TEMPLATE_COMMENT = re.compile(r"^\s*\{\{-?\s*/\*")
 _PROSE_LINES = 6
@@ -311,7 +313,7 @@ def _comment_above(lines: list[str], row: int, language: str | None) -> str:
         stripped = text.strip()
         if not stripped:
             break
-        if stripped.endswith(("*/", "}}")) and _BLOCK_END.search(text) and "/*" not in text:
+        if stripped.endswith(("*/", "}}")) and _BLOCK_END.search(stripped) and "/*" not in text:
             j = i
             while j > 0 and i - j < DOC_LINES and not _BLOCK_START.search(lines[j]):
                 j -= 1
@@ -331,7 +333,9 @@ def _comment_above(lines: list[str], row: int, language: str | None) -> str:
 # -- files without a grammar -------------------------------------------------------------------------
 
 # A key line of templated YAML (a Helm template): indentation, an optional list dash, key, value.
-_TEMPLATE_KEY = re.compile(r"^( *)(- +)?([A-Za-z_][\w.-]*)\s*:(?:\s+(.*?))?\s*$")
+# (the value is read greedily and stripped after: `(.*?)\s*$` backtracked over a long run of
+# blanks inside a line, quadratic in it)
+_TEMPLATE_KEY = re.compile(r"^( *)(- +)?([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
 VALUE_CHARS = 160
 
 
@@ -347,6 +351,7 @@ def _template_keys(lines: list[str], language: str | None) -> list[Definition]:
         if m is None:
             continue
         lead, dash, key, value = m.groups()
+        value = value.rstrip() if value is not None else None
         indent = len(lead) + len(dash or "")
         while indents and indents[-1] >= indent:
             indents.pop()

@@ -59,7 +59,9 @@ _NEEDS_BODY = frozenset(
 _SEQUENCE_ITEMS = frozenset({"block_sequence_item"})
 _ARRAYS = frozenset({"array", "flow_sequence", "tuple"})
 _TRAILER = re.compile(r"(\s*(\{|:|=>|=|\bdo|\bthen))+\s*$")
-_MACRO_LINE = re.compile(r"^\s*[A-Za-z_]\w*\s*\([^()]*\)\s*;?\s*$")
+_MACRO_LINE = re.compile(
+    r"^\s*[A-Za-z_]\w*\s*\([^()]*\)(?:\s*;)?\s*$"
+)  # (not `\s*;?\s*`: quadratic)
 _DECORATOR_LINE = re.compile(r"^\s*(@|#\[|\[[A-Z])")
 
 
