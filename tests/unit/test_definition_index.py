@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -575,3 +577,39 @@ def test_a_templated_values_line_with_a_long_blank_run_is_indexed() -> None:
     lines = ["auth:", "  password: x" + " " * 300_000 + "y", "  user: {{ .Values.user }}"]
     keys = {(d.name, d.scope) for d in extract("chart/templates/secret.yaml", lines)}
     assert {("auth", ()), ("password", ("auth",)), ("user", ("auth",))} <= keys
+
+
+_DEEP = """
+import sys
+from codeask.search.definitions import extract
+from codeask.search.syntax import FileSyntax
+shapes = {"seq": ["- " * 300 + "x"], "keys": [" " * i + "k:" for i in range(300)],
+          "explicit": ["? " * 2000], "values": [": " * 300], "flow": ["[" * 100_000]}
+for name, lines in shapes.items():
+    for path, language in (("values.yaml", "yaml"), ("data.json", "json")):
+        extract(path, lines)
+        FileSyntax(language, lines).info(1, [(0, 1)])
+    print(name, "read")
+"""
+
+
+def test_yaml_and_json_nested_past_what_their_grammars_survive_are_read_with_heuristics() -> None:
+    # Given YAML nested 255 deep, which overruns tree-sitter-yaml's scanner buffer (a crash no
+    # except can catch), and flow brackets 100,000 deep (a quadratic query): in a child process,
+    # so that a crash fails this test instead of ending the run
+    done = subprocess.run(
+        [sys.executable, "-c", _DEEP], capture_output=True, text=True, timeout=600
+    )
+    # Then every shape is read, by the heuristics
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:-1] == [f"{n} read" for n in
+                                            ("seq", "keys", "explicit", "values", "flow")]  # fmt: skip
+
+
+def test_yaml_nested_as_deep_as_real_files_is_still_parsed() -> None:
+    lines = [" " * (2 * i) + f"k{i}:" for i in range(60)] + [" " * 120 + "leaf: 1"]
+    assert syntax.nesting_ok("yaml", lines) and syntax.nesting_ok("json", ["[" * 400 + "]" * 400])
+    leaf = next(d for d in extract("values.yaml", lines) if d.name == "leaf")
+    assert leaf.kind == "key" and leaf.scope == tuple(f"k{i}" for i in range(60))
+    assert not syntax.nesting_ok("yaml", ["- " * 100 + "x"])
+    assert not syntax.nesting_ok("json", ["[" * 501])

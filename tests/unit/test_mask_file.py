@@ -378,6 +378,20 @@ def test_a_yaml_binary_value_is_judged_by_its_data() -> None:
     assert out[0] == "signing_secret: !!binary " + marker("secret-assignment")
 
 
+@pytest.mark.parametrize("props", ["&pw ", "&pw !!str ", "!!str &pw ", "!!binary &b "])
+def test_a_yaml_anchor_or_tag_before_a_secret_is_kept_and_the_data_masked(props: str) -> None:
+    # Given a secret behind an anchor (reused below by an alias) and tags, in either order
+    out, _ = mask("config/app.yaml", f"password: {props}{RANDOM}\napi_key: *pw\n")
+    # Then the anchor and tags stay, the data goes, and the alias (a reference) stays
+    assert out[:2] == [f"password: {props}" + marker("secret-assignment"), "api_key: *pw"]
+
+
+def test_a_yaml_local_tag_names_or_encrypts_a_value_and_is_left() -> None:
+    # `!Ref` and `!secret` name where the value is kept; what follows is not the secret
+    text = "Password: !Ref DbPassword\npassword: !secret db_password\n"
+    assert mask("template.yaml", text)[0][:2] == text.splitlines()
+
+
 def test_ordinary_keys_with_block_values_stay() -> None:
     # Given block values under names that hold no secret, and a password policy section
     text = "description: |\n  Rotate the password yearly.\npassword_policy: |\n  min 12\n"

@@ -437,8 +437,11 @@ def assignment_spans(
                 if syntax in LINE_SYNTAXES:
                     end = _before_comment(text, start, end)
                 end = start + len(text[start:end].rstrip(",)]};"))  # YAML flow {a: b}, shell `;`
-            if syntax == "yaml" and not quoted and text.startswith("!!", start):
-                start = text.find(" ", start, end) + 1 or end  # `!!binary <base64>`: judge the data
+            # a YAML node's standard tag and its anchor come before its data (`!!binary <base64>`,
+            # `&pw <value>`, in either order): judge the data. A local tag is not skipped: what
+            # follows `!Ref`, `!secret` or `!vault` names or encrypts the value, and is judged so.
+            while syntax == "yaml" and not quoted and text.startswith(("!!", "&"), start, end):
+                start = text.find(" ", start, end) + 1 or end
             value = text[start:end]
             name = low[name_start : m.end("rest")]
             kind = _vendor_kind(name, value, m.group("scheme"))

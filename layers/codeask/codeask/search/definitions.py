@@ -14,7 +14,14 @@ from codeask.search.languages import CALLS, FUNCTIONS, STRINGS
 from codeask.search.ranking import is_licence_header
 
 # Helpers of the parser's walk, shared inside the search package.
-from codeask.search.syntax import _KEY_NODES, MAX_PARSE_BYTES, _end_row, _key_of, _name_node
+from codeask.search.syntax import (
+    _KEY_NODES,
+    MAX_PARSE_BYTES,
+    _end_row,
+    _key_of,
+    _name_node,
+    nesting_ok,
+)
 
 MAX_PER_FILE = 3000  # a data file with a key per line says little more after this many
 DOC_CHARS = 400
@@ -76,7 +83,7 @@ def extract(
             source = "\n".join(lines).encode("utf-8", "replace")
         if language == "yaml" and b"{{" in source:
             return (out + _template_keys(lines, language))[: MAX_PER_FILE + 1]
-        if len(source) <= MAX_PARSE_BYTES:
+        if len(source) <= MAX_PARSE_BYTES and nesting_ok(language, lines):
             tree = _parser(language).parse(source)
             if language in languages.CONFIG:
                 out += _config_keys(language, tree, source, lines)

@@ -16,7 +16,7 @@ from codeask.search import index_workers
 from codeask.search.index_rows import DEF_BITS, MAX_FILE_BYTES, FileRows, Row, Task
 from codeask.snapshot import Snapshot
 
-VERSION = "9"  # bump when what is indexed, or how, changes: older files are rebuilt, not reused
+VERSION = "10"  # bump when what is indexed, or how, changes: older files are rebuilt, not reused
 PARTIAL_SUFFIX = ".partial"  # an index cut short by its time budget, continued by the next build
 BATCH = 4000  # rows written per executemany
 # Contentless: the words are only searched, never shown, so their text need not be stored.

@@ -23,6 +23,16 @@ from codeask.search.languages import (
 # What a hit is, best first: the order ranks hits within a file.
 KINDS = ("definition", "assignment", "call", "reference", "import", "string", "comment")
 MAX_PARSE_BYTES = 1_500_000  # a bigger file (a bundle, a dump) is read with heuristics
+# tree-sitter-yaml 0.7.2's scanner saves its stack of block indents into a 1024-byte buffer
+# unchecked: a block nested 255 deep (`- ` 300 times on a line, 300 ever more indented keys; 600
+# bytes) overruns it and kills the process (tree-sitter-grammars/tree-sitter-yaml#48). The
+# indents on that stack only grow, so a file whose content starts left of this column is safe.
+YAML_MAX_COLUMN = 200
+_YAML_LEAD = re.compile(r"[ ]*(?:[-?:][ \t]+)*")  # a line's indent and its block indicators
+# Flow brackets nested deeper than this make the config keys' query quadratic (100,000 `[`: 21 s
+# in YAML, 6 s in JSON); such a file is read with heuristics.
+FLOW_MAX_DEPTH = 500
+_BRACKETS = re.compile(r"[\[\]{}]")
 SLICE_BYTES = 96_000  # a bigger file is parsed only around its hits (where that is safe)
 SLICEABLE = frozenset({"c", "cpp", "go", "rust", "javascript", "typescript", "tsx"})
 CACHE_BYTES = 24_000_000  # parsed sources kept per process; snapshots are immutable
@@ -105,6 +115,25 @@ class Context:
     item: tuple[int, int] | None = None  # the few rows of the element or entry the hit is in
 
 
+def nesting_ok(language: str | None, lines: list[str]) -> bool:
+    """Whether a file of a config language nests shallowly enough to be given to its grammar (see
+    YAML_MAX_COLUMN and FLOW_MAX_DEPTH); True for the other languages."""
+    if language not in ("yaml", "json"):
+        return True
+    if language == "yaml" and any(
+        m.end() >= YAML_MAX_COLUMN for line in lines if (m := _YAML_LEAD.match(line))
+    ):
+        return False
+    depth = deepest = 0
+    for b in _BRACKETS.findall("\n".join(lines)):
+        depth += 1 if b in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > FLOW_MAX_DEPTH:
+                return False
+    return True
+
+
 class FileSyntax:
     """One file's structure: a parse tree when the language has a grammar, else heuristics."""
 
@@ -116,7 +145,11 @@ class FileSyntax:
         self.config = language in languages.CONFIG
         size = sum(map(len, lines)) + len(lines)
         self.grammar = (
-            language if languages.has_grammar(language) and size <= MAX_PARSE_BYTES else None
+            language
+            if languages.has_grammar(language)
+            and size <= MAX_PARSE_BYTES
+            and nesting_ok(language, lines)
+            else None
         )
         if self.grammar is not None:
             self.rules = languages.RULES[self.grammar]
