@@ -308,3 +308,24 @@ def test_a_secret_of_unclosed_template_actions_is_judged_in_one_pass() -> None:
     lines = ["kind: Secret", "data:", "  password: " + "{{ .Values.x }}" * 100_000 + tail]
     out, _ = mask_file(lines, "k8s/secret.yaml")
     assert key not in "\n".join(out)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "data: {pw: %s}",
+        "data: {pw: %s,\n  user: YWRtaW4=}",
+        'stringData: {"pw": "%s", "note": "a,b}c"}',
+    ],
+)
+def test_a_secrets_data_in_flow_style_is_masked(data: str) -> None:
+    # Given a Secret whose data is a flow mapping, which Kubernetes reads as well as a block one
+    value = base64.b64encode(b"hunter22-but-longer-and-real").decode()
+    text = "apiVersion: v1\nkind: Secret\n" + data % value + "\ntype: Opaque"
+    out, _ = mask_file(text.split("\n"), "k8s/secret.yaml")
+    # Then nothing inside the braces is shown, and the lines around stay
+    assert value not in "\n".join(out) and "YWRtaW4" not in "\n".join(out)
+    assert out[:2] == ["apiVersion: v1", "kind: Secret"] and out[-1] == "type: Opaque"
+    # ... while a ConfigMap's flow data stays
+    plain = text.replace("kind: Secret", "kind: ConfigMap").split("\n")
+    assert mask_file(plain, "k8s/config.yaml")[0] == plain

@@ -317,9 +317,42 @@ def _kubernetes_secret_pieces(lines: list[str], low: str, starts: list[int]) -> 
                 entry is not None
                 and entry.key in ("data", "stringData")
                 and entry.key_col in kind_cols
-                and entry.value_end == entry.value_start
             ):
-                pieces += _mapping_values(lines, k, last, entry.key_col)
+                if entry.value_end == entry.value_start:
+                    pieces += _mapping_values(lines, k, last, entry.key_col)
+                elif lines[k].startswith("{", entry.value_start):
+                    pieces += _flow_mapping(lines, k, entry.value_start, last)
+    return pieces
+
+
+def _flow_mapping(lines: list[str], line: int, col: int, last: int) -> list[Piece]:
+    """A Secret's `data: {name: value, …}` in YAML's flow style, which Kubernetes reads as well:
+    everything inside the braces, over as many lines as they span (names included: the values
+    are read whole, a quoted one may hold commas and colons, and a name here says nothing a
+    search needs)."""
+    pieces: list[Piece] = []
+    depth, quote = 0, ""
+    for j in range(line, last):
+        text = lines[j]
+        start = col + 1 if j == line else len(text) - len(text.lstrip(" \t"))
+        end = len(text.rstrip(" \t\r"))
+        for i in range(col if j == line else 0, len(text)):
+            c = text[i]
+            if quote:
+                quote = "" if c == quote else quote
+            elif c in "\"'":
+                quote = c
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        if end > start:
+            pieces.append((j, start, end))
+        if depth == 0:
+            break
     return pieces
 
 
