@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,6 +244,20 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int]]:
             st = os.lstat(path)
             out[os.path.relpath(path, root)] = (st.st_mtime_ns, st.st_size, st.st_mode)
     return out
+
+
+def record_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[Any]:
+    """`owner.name` replaced by itself plus a record of each call's first argument, for tests
+    that count how often a function runs (each word judged once, no slice stemmed)."""
+    real = getattr(owner, name)
+    calls: list[Any] = []
+
+    def recorded(first: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(first)
+        return real(first, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return calls
 
 
 def write(root: Path, rel: str, text: str | bytes) -> Path:

@@ -17,7 +17,7 @@ from codeask.redact.scanner import lowercase
 from codeask.search.ripgrep import clean_text
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
-from conftest import write_tree
+from conftest import record_calls, write_tree
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 KEY = "7f3Kq9ZtX2mP" + "w8RvL4nB6yHc1dJ0sGaE"
@@ -257,14 +257,7 @@ def test_a_name_is_found_wherever_it_stands_before_a_space(pieces: list[str]) ->
 
 def test_each_word_after_a_name_is_judged_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a long line of names, each followed by a word with digits
-    judged: list[str] = []
-    real = files._random_in_prose
-
-    def counted(value: str) -> bool:
-        judged.append(value)
-        return real(value)
-
-    monkeypatch.setattr(files, "_random_in_prose", counted)
+    judged = record_calls(monkeypatch, files, "_random_in_prose")
     text = "token a1b2c3 " * 5000
     # When it is scanned, then each word is judged once, not once per name before it
     prose_spans(text, lowercase(text))

@@ -6,6 +6,7 @@ import pytest
 
 from codeask.search import vocabulary
 from codeask.search.vocabulary import compound, split_identifier, stem, synonyms, tokens
+from conftest import record_calls
 
 
 @pytest.mark.parametrize(
@@ -99,14 +100,7 @@ def test_british_spellings_stem_as_the_american_ones_code_is_written_in() -> Non
 
 def test_a_long_token_is_not_tried_as_a_compound(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a minified or generated token of ten thousand letters in a body
-    calls: list[str] = []
-    real = vocabulary.stem
-
-    def counted(w: str) -> str:
-        calls.append(w)
-        return real(w)
-
-    monkeypatch.setattr(vocabulary, "stem", counted)
+    calls = record_calls(monkeypatch, vocabulary, "stem")
     # When it is read against the question's words
     got = compound("max" + "q" * 10_000 + "fail", {"max", "fail"})
     # Then no slice of it is stemmed (each split would stem two slices of it: quadratic)
