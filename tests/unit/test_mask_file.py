@@ -606,6 +606,80 @@ def test_literals_in_a_templated_secret_are_still_masked(data: str, secret: str)
     assert counts.get("kubernetes-secret", 0) >= 1
 
 
+@pytest.mark.parametrize(
+    "path", ["mychart/templates/configmap.yaml", "mychart/values.yaml", "conf/app.ini"]
+)
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        pytest.param(
+            f'password: {{{{ "{HUMAN}" | b64enc }}}}', 'password: {{ "@" | b64enc }}', id="literal"
+        ),  # fmt: skip
+        pytest.param(
+            f'  db_password: {{{{- print "{RANDOM}" | quote -}}}}',
+            '  db_password: {{- print "@" | quote -}}',
+            id="print-trimmed",
+        ),  # fmt: skip
+        pytest.param(
+            f'password = {{{{ .Values.pw | default "{HUMAN}" }}}}',
+            'password = {{ .Values.pw | default "@" }}',
+            id="helm-default",
+        ),  # fmt: skip
+        pytest.param(
+            f'password: {{{{ default "{HUMAN}" .Values.pw }}}}',
+            'password: {{ default "@" .Values.pw }}',
+            id="default-first",
+        ),  # fmt: skip
+        pytest.param(
+            f'password: {{{{ pw | default("{HUMAN}") }}}}',
+            'password: {{ pw | default("@") }}',
+            id="jinja-default",
+        ),  # fmt: skip
+    ],
+)
+def test_a_secret_typed_into_a_template_action_is_masked_outside_a_secret(
+    path: str, line: str, shown: str
+) -> None:
+    # Given a secret-named key whose template renders a literal typed into it (a ConfigMap, a
+    # values file, a templated .ini): it leaked, only a Secret's data was read inside its actions
+    text = f"{line}\nuser: {{{{ .Values.user }}}}\n"
+    # When it is masked
+    out, counts = mask(path, text)
+    # Then the literal alone is masked, the template around it and the next line as written
+    assert out == [shown.replace("@", marker("secret-assignment")), "user: {{ .Values.user }}", ""]
+    assert counts == {"secret-assignment": 1}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("password: {{ .Values.auth.password | b64enc | quote }}", id="values"),
+        pytest.param('password: {{ .Values.pw | default "changeme" }}', id="placeholder-default"),
+        pytest.param("password: {{ .Values.pw | default (randAlphaNum 10) }}", id="random-default"),
+        pytest.param('password: {{ include "x.password" . }}', id="include"),
+        pytest.param(
+            'password: {{ include "x" (dict "default" "' + RANDOM + '") }}',
+            id="a-dict-key-named-default",
+        ),  # fmt: skip
+        pytest.param(f'provider: {{{{ print "{RANDOM}" | b64enc }}}}', id="key-not-secret-named"),
+        pytest.param("x: {pw: {a: b}}", id="flow-mapping-braces"),
+    ],
+)
+def test_templates_that_compute_a_secret_are_shown_as_written(line: str) -> None:
+    text = line + "\n"
+    assert mask("mychart/templates/configmap.yaml", text) == (text.split("\n"), {})
+
+
+def test_a_default_typed_into_a_secrets_template_is_masked() -> None:
+    text = (
+        "apiVersion: v1\nkind: Secret\ndata:\n"
+        f'  password: {{{{ .Values.pw | default "{HUMAN}" | b64enc }}}}\n'
+    )
+    out, counts = mask("mychart/templates/secret.yaml", text)
+    assert HUMAN not in "\n".join(out)
+    assert counts == {"kubernetes-secret": 1}
+
+
 # --- Values continued with a backslash ------------------------------------------------------------
 
 

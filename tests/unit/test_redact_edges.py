@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from codeask.redact import REDACTED, mask_file, scan
-from codeask.redact import files as redact_files
+from codeask.redact import templates as redact_templates
 from conftest import shown_by_tools as shown
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
@@ -289,7 +289,7 @@ _PIECES = ["{{", "}}", "{{-", "-}}", "-", "x", "\n", '"', "{", "}", " "]
 @example('{{ "a" }}{{- x -}}\n{{ y\n}} {{}} {{-}}')
 def test_template_actions_on_a_line_are_what_the_regex_found(value: str) -> None:
     want = [(m.start(), m.end(), m.group(1)) for m in _ACTION_MODEL.finditer(value)]
-    assert redact_files._actions(value) == want
+    assert redact_templates.actions(value) == want
 
 
 def test_a_secret_of_unclosed_template_actions_is_judged_in_one_pass() -> None:
@@ -301,7 +301,7 @@ def test_a_secret_of_unclosed_template_actions_is_judged_in_one_pass() -> None:
         out, _ = mask_file(lines, "k8s/secret.yaml")
         assert out == lines
     # ... lines of openers that close only far below are passed over a line at a time
-    assert redact_files._actions("{{\n" * 300_000 + "}}") == []
+    assert redact_templates.actions("{{\n" * 300_000 + "}}") == []
     # ... and a literal typed into an action after a hundred thousand others is still masked
     key = "Zq8" + "x7Kp2" * 4 + "9vL"
     tail = f'{{{{ "{key}" | b64enc }}}}'

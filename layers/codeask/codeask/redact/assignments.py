@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from codeask.redact.confusables import fold
 from codeask.redact.encoded import decodes_to_credentials
 from codeask.redact.kinds import MARKER_PREFIX
+from codeask.redact.templates import typed_literals
 from codeask.redact.tokens import ALNUM, Span
 
 # --- Judging names ------------------------------------------------------------------------------
@@ -434,9 +435,7 @@ def assignment_spans(
             if verdict is None:
                 continue
             if syntax is not None and not quoted:
-                if syntax in LINE_SYNTAXES:
-                    end = _before_comment(text, start, end)
-                end = start + len(text[start:end].rstrip(",)]};"))  # YAML flow {a: b}, shell `;`
+                end = _bare_value_end(text, start, end, syntax)
             # a YAML node's standard tag and its anchor come before its data (`!!binary <base64>`,
             # `&pw <value>`, in either order): judge the data. A local tag is not skipped: what
             # follows `!Ref`, `!secret` or `!vault` names or encrypts the value, and is judged so.
@@ -461,10 +460,35 @@ def assignment_spans(
                 or data
                 or _bare_literal_context(text, name_start, m, lines)
             )
-            if is_secret_value(
+            if "{{" in value:  # templated: only a literal it renders as typed can be a secret
+                yield from _typed_into_template(value, start, verdict, config, name)
+            elif is_secret_value(
                 value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
             ):
                 yield start, end, "secret-assignment"
+
+
+def _typed_into_template(
+    value: str, start: int, verdict: NameVerdict, config: bool, name: str
+) -> Iterator[Span]:
+    """The string literals a templated value renders as typed (`{{ "hunter2" | b64enc }}`, a
+    `default "hunter2"`) that are secrets by the key's name: masked, the template around them
+    shown."""
+    for a, b in typed_literals(value):
+        if is_secret_value(
+            value[a:b], quoted=True, literal=True, name=verdict, config=config, vendor=name
+        ):
+            yield start + a, start + b, "secret-assignment"
+
+
+def _bare_value_end(text: str, start: int, end: int, syntax: str) -> int:
+    """Where an unquoted config value ends: before a line language's comment, and before the
+    closing `,)]};` of a YAML flow mapping or a shell command, past a template's own `}}`."""
+    if syntax in LINE_SYNTAXES:
+        end = _before_comment(text, start, end)
+    raw = text[start:end]
+    close = raw.rfind("}}") + 2 if "{{" in raw else 0
+    return start + close + len(raw[close:].rstrip(",)]};"))
 
 
 _AWS_SECRET_NAME = re.compile(r"(?:aws_?)?secret_?(?:access_?)?key")

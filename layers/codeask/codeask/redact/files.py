@@ -24,6 +24,7 @@ from codeask.redact.kinds import MARKER_PREFIX, count_markers, marker
 from codeask.redact.pem import redact_pem
 from codeask.redact.scanner import find_spans, lowercase, replace, settle
 from codeask.redact.strings import Ranges, data_ranges
+from codeask.redact.templates import actions, typed_literals
 from codeask.redact.tokens import Span
 
 # --- What language a file's assignments are in --------------------------------------------------
@@ -216,42 +217,8 @@ def _secret_data_value(value: str, key: str = "") -> bool:
 
 
 _VARIABLE = re.compile(r"\$[A-Za-z_]\w*")  # (a bcrypt hash, `$2b$12$…`, is no variable)
-# What a Go/Helm template action may hold besides a value: string literals and the functions that
-# only encode, quote or indent what they are given.
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|`[^`]*`')
-_PASS_THROUGH = re.compile(
-    r"\b(?:print|quote|squote|b64enc|b64dec|toString|trim|upper|lower|nindent|indent|toYaml)\b|"
-    r"[|()\s\d]"
-)
 _TEMPLATED_KEY = re.compile(r"[\w.\-\[\]\"']+\s*[:=]\s*[\"']*")  # `password = {{ … }}` in a block
 _ANY_NAME = NameVerdict(password=False, whole=False)
-
-
-def _actions(value: str) -> list[tuple[int, int, str]]:
-    """The template actions `{{ … }}` that open and close on one line of `value`: (start, end,
-    the words inside without the trim markers). One pass: a `{{` whose line has no `}}` after it
-    is passed over with its line (a backtracking regex read to the line's end from each of them:
-    a 40 KB Secret value of `{{` took 23 s to mask)."""
-    out: list[tuple[int, int, str]] = []
-    pos, end, newline = 0, -1, -1
-    while (start := value.find("{{", pos)) >= 0:
-        inner = start + 3 if value.startswith("-", start + 2) else start + 2
-        # the next `}}` and the next line end, each looked for again only once passed
-        if end < inner:
-            end = value.find("}}", inner)
-            if end < 0:
-                break
-        if newline < start:
-            newline = value.find("\n", start)
-            if newline < 0:
-                newline = len(value)
-        if newline < end:  # this line's actions do not close on it
-            pos = newline + 1
-            continue
-        words = value[inner:end]
-        out.append((start, end + 2, words[:-1] if words.endswith("-") else words))
-        pos = end + 2
-    return out
 
 
 def _template_literal(value: str, key: str) -> bool:
@@ -260,25 +227,20 @@ def _template_literal(value: str, key: str) -> bool:
     whose only value is a string literal (`{{ "hunter2" | b64enc }}`) that is a secret by the
     key's name or by its looks (`{{ print "bitnami" | b64enc }}` for `provider` is not). An
     action left open (going on to the next line) is read as a template."""
-    found = _actions(value)
     pieces, at = [], 0
-    for start, end, _ in found:
+    for start, end, _ in actions(value):
         pieces += [value[at:start], " "]
         at = end
     outside = "".join([*pieces, value[at:]]).split("{{", 1)[0].strip(" \t\"'")
     if outside and not _TEMPLATED_KEY.fullmatch(outside) and any(c.isalnum() for c in outside):
         return True
     verdict = (judge_name(key) if key else None) or _ANY_NAME
-    for _, _, body in found:
-        strings = _STRING.findall(body)
-        if not strings or _PASS_THROUGH.sub("", _STRING.sub("", body)):
-            continue  # no literal, or a value worked out from something else
-        for t in strings:
-            literal = t[1:-1]
-            if _secret_data_value(literal) and is_secret_value(
-                literal, quoted=True, literal=True, name=verdict, config=True
-            ):
-                return True
+    for a, b in typed_literals(value):
+        literal = value[a:b]
+        if _secret_data_value(literal) and is_secret_value(
+            literal, quoted=True, literal=True, name=verdict, config=True
+        ):
+            return True
     return False
 
 
