@@ -613,3 +613,29 @@ def test_yaml_nested_as_deep_as_real_files_is_still_parsed() -> None:
     assert leaf.kind == "key" and leaf.scope == tuple(f"k{i}" for i in range(60))
     assert not syntax.nesting_ok("yaml", ["- " * 100 + "x"])
     assert not syntax.nesting_ok("json", ["[" * 501])
+
+
+@pytest.mark.parametrize("fts5", [True, False])
+def test_a_path_files_rows_are_candidates_even_below_the_rare_words_cut(
+    tmp_path: Path, fts5: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if fts5 and not fts5_available():
+        pytest.skip("this SQLite has no FTS5")
+    # Given functions whose short names and docs say a word, code that does not, and one file
+    # named by that word whose long text says it less densely (LICENSE.md beside many helpers)
+    for i in range(12):
+        write(tmp_path, f"app/m{i}.py", f'def licence_{i}():\n    """The licence."""\n')
+    for i in range(60):
+        write(tmp_path, f"lib/o{i}.py", f"def other_{i}():\n    return {i}\n")
+    filler = " ".join(f"word{i}" for i in range(60))
+    write(tmp_path, "LICENSE.md", f"Licence\n\n{filler} licence {filler} licence terms\n")
+    snap = Snapshot(tmp_path, "9" * 40, RepoRef("t", str(tmp_path)))
+    index = DefinitionIndex.build(snap, None, fts5=fts5)
+    assert isinstance(index, DefinitionIndex)
+    # When fewer candidates are taken from the word's rows than there are functions saying it
+    monkeypatch.setattr(definition_index, "CANDIDATES", 4)
+    found = index.search([(tuple(tokens("licence")), 1.0)], limit=50)
+    # Then the file whose path says the word is found too: it scored below the cut, and was
+    # dropped (neither among the best rows nor added as a path file's row, having a score)
+    assert [f.path for f in found][:4] == [f"app/m{i}.py" for i in (0, 1, 10, 11)]
+    assert "LICENSE.md" in {f.path for f in found}

@@ -158,10 +158,12 @@ class DefinitionIndex:
                     scores[rowid] = scores.get(rowid, 0.0) + w * s
                     matched[rowid] = matched.get(rowid, 0) | m
             top = heapq.nsmallest(CANDIDATES, scores, key=lambda r: (-scores[r], r))
+            kept = set(top)
             for rowid in self._in_files(self._path_files(present, df)):
-                if rowid not in scores:
-                    scores[rowid] = 0.0
-                    matched[rowid] = 0
+                if rowid not in kept:  # a path file's row a rare word scored below the cut too
+                    scores.setdefault(rowid, 0.0)
+                    matched.setdefault(rowid, 0)
+                    kept.add(rowid)
                     top.append(rowid)
             if common:
                 for rowid, freqs in self._freqs(top, common).items():
