@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codeask import search_only
-from codeask.search.abbreviations import PHRASE_WEIGHT, WORD_WEIGHT, abbreviations
+from codeask.search.abbreviations import PARTICLE_GAP, PHRASE_WEIGHT, WORD_WEIGHT, abbreviations
 from codeask.search.vocabulary import stem
 from codeask.snapshot import RepoRef, Snapshot
 from codeask.tools import Toolbox
@@ -23,6 +23,39 @@ def test_two_neighbouring_words_find_their_short_form_in_either_order() -> None:
     assert ("maps memory", ("mmap",), PHRASE_WEIGHT) in abbreviations(["heap", "maps", "memory"])
     # words apart in the question are not a phrase
     assert not [a for a in abbreviations(["file", "open", "descriptor"]) if a[1] == ("fd",)]
+
+
+def test_a_phrasal_verb_split_around_its_object_finds_the_word_code_writes() -> None:
+    put_back = (stem("restore"), "rollback", "revert")
+    words = "how does pip put the previous version's files back".split()
+    assert ("put back", put_back, PHRASE_WEIGHT) in abbreviations(words)
+    # inflected and irregular verbs, and the particle right after the verb
+    assert ("written out", ("flush",), PHRASE_WEIGHT) in abbreviations("gets written out".split())
+    assert ("cleans up", ("cleanup",), PHRASE_WEIGHT) in abbreviations(["cleans", "up"])
+    # a particle too far from its verb belongs to something else, and a verb alone is no phrase
+    far = ["put", *["x"] * PARTICLE_GAP, "back"]
+    assert not [a for a in abbreviations(far) if a[0] == "put back"]
+    assert not [a for a in abbreviations("set the flag".split()) if a[0].startswith("set")]
+
+
+def test_code_that_rolls_back_answers_a_question_about_putting_files_back(tmp_path: Path) -> None:
+    # Given the function that puts moved files back, named and written in other words, and
+    # functions that say the question's own words
+    write(tmp_path, "app/stash.py", "def rollback(self):\n    for p in self.moved:\n"
+                                    "        p.rename(p.old)\n")  # fmt: skip
+    for i in range(3):
+        write(tmp_path, f"app/previous{i}.py", f"def previous_files_{i}(files):\n"
+                                               "    '''The previous version's files.'''\n"
+                                               "    return files\n")  # fmt: skip
+    for i in range(6):
+        write(tmp_path, f"app/mod{i}.py", f"def f{i}(x):\n    return x\n")
+    snap = Snapshot(tmp_path, "d" * 40, RepoRef("stash", str(tmp_path)))
+    # When the question says "put ... back"
+    result = search_only.answer(
+        "If an upgrade fails, how are the previous version's files put back?", Toolbox(snap)
+    )
+    # Then the rollback is the first place
+    assert result.evidence[0].path == "app/stash.py"
 
 
 def test_question_groups_add_abbreviations_of_plain_words_only() -> None:

@@ -94,3 +94,33 @@ def test_a_start_the_question_calls_is_cited_down_to_the_helper_it_hands_on_to(
     # Then the entry point is cited first, down to its call of its own helper
     first = result.evidence[0]
     assert (first.path, first.line, first.end_line) == ("net/lookup.py", 4, 21)
+
+
+def test_the_start_the_question_calls_is_cited_first_over_better_scoring_places(
+    tmp_path: Path,
+) -> None:
+    # Given a short entry point that says none of the question's words, and functions elsewhere
+    # that say them all, over and over
+    write(tmp_path, "jobs/run.py", "def run_job(job):\n    return job.go()\n")
+    says = "    # a job run writes the nightly sales report file to the shared disk\n" * 5
+    for i in range(3):
+        write(
+            tmp_path,
+            f"jobs/report{i}.py",
+            f"def write_nightly_sales_report_file_to_shared_disk_{i}(report, file):\n"
+            f"{says}    file.write(report)\n",
+        )
+    for i in range(6):
+        write(tmp_path, f"jobs/mod{i}.py", f"def f{i}(x):\n    return x\n")
+    toolbox = Toolbox(Snapshot(tmp_path, "f" * 40, RepoRef("jobs", str(tmp_path))))
+    # When the question writes the entry point as a call
+    result = search_only.answer(
+        "How does a run_job() call end up writing the nightly sales report file to the shared "
+        "disk?",
+        toolbox,
+    )
+    # Then the path is told from where it starts: the entry point first (it scores less than
+    # each of the others), the others after it
+    paths = [e.path for e in result.evidence]
+    assert paths[0] == "jobs/run.py"
+    assert set(paths[1:4]) == {f"jobs/report{i}.py" for i in range(3)}

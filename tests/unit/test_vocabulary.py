@@ -76,6 +76,10 @@ def test_synonyms_are_found_by_any_member_of_their_group() -> None:
     assert stem("configure") in synonyms(stem("config"))
     assert synonyms(stem("number")) and stem("count") in synonyms(stem("numbers"))
     assert synonyms("zebra") == ()
+    # a password is what auth code handles (`redact_auth_from_url` masks user:password)
+    assert stem("auth") in synonyms(stem("password"))
+    # choosing what comes next is ranking by preference (`get_preference`)
+    assert stem("preference") in synonyms(stem("chooses"))
 
 
 def test_a_compound_splits_only_into_words_the_question_says() -> None:

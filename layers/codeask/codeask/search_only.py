@@ -486,11 +486,24 @@ def rank(
             places[path] = best
     _damp_twins(out, folders)
     out.sort(key=lambda e: (-e.score, e.path))
+    _start_first(out, first)
     if out:
         floor = out[0].score * MIN_RELATIVE_SCORE
         out = [e for e in out if e.score >= floor]
     _inner_lines(toolbox, indexes, groups, pairs, out[:TOP_FILES], places)
     return out
+
+
+def _start_first(out: list[Evidence], first: dict[tuple[str, int], bool]) -> None:
+    """A how-does-X-reach-Y answer is told from where it starts: the best-ranked start (the
+    function the question writes as a call, `exit()`) is cited first, at the score of the first."""
+    starts = {path for path, _ in first}
+    for i, e in enumerate(out):
+        if e.path in starts:
+            if i:
+                e.score = out[0].score
+                out.insert(0, out.pop(i))
+            return
 
 
 def _first_place(cs: list[_Candidate], own: bool) -> _Candidate:

@@ -2,8 +2,9 @@
 
 A question is written in words ("the file descriptors", "the line number"); the code it asks about
 names the same things by their common abbreviations (`fd`, `lineno`). `abbreviations` gives, for
-the words of a question in order, each word's or each pair of neighbouring words' short forms, as
-index stems; the caller searches them beside the question's own words, at their weight.
+the words of a question in order, each word's or each pair of neighbouring words' short forms, and
+the one word code writes for a phrasal verb ("put the files back": restore, rollback), as index
+stems; the caller searches them beside the question's own words, at their weight.
 """
 
 from __future__ import annotations
@@ -98,6 +99,38 @@ WORD_WEIGHT = 0.5
 PHRASE_WEIGHT = 1.0
 
 
+# Phrasal verbs: a verb and its particle, which English splits around the object ("put the old
+# files back", "clean the temp dir up"), name what code writes as one word. Verb: particle: the
+# code's words (stems). The particle may come up to PARTICLE_GAP words after the verb.
+_PHRASAL = """
+put back: restore rollback revert
+roll back: rollback
+clean up: cleanup
+tear down: teardown
+set up: setup
+look up: lookup
+shut down: shutdown
+start up: startup
+back up: backup
+write out: flush
+log in: login
+sign in: login
+"""
+PARTICLE_GAP = 5
+
+
+def _parse_phrasal(table: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for row in table.strip().splitlines():
+        verb, particle, forms = row.replace(":", " ").split(maxsplit=2)
+        out[(stem(verb), particle)] = tuple(stem(f) for f in forms.split())
+    return out
+
+
+_VERBS = _parse_phrasal(_PHRASAL)
+_IRREGULAR = {"written": "write", "wrote": "write"}  # forms whose stem is not their verb's
+
+
 def abbreviations(words: Sequence[str]) -> list[tuple[str, tuple[str, ...], float]]:
     """For a question's words in order (as written, stop words included): (label, short forms as
     stems, weight) for each word and each pair of neighbours the table knows, in order."""
@@ -110,4 +143,12 @@ def abbreviations(words: Sequence[str]) -> list[tuple[str, tuple[str, ...], floa
             forms = _PAIRS.get(frozenset((st, stems[i + 1])))
             if forms:
                 out.append((f"{words[i]} {words[i + 1]}".lower(), forms, PHRASE_WEIGHT))
+    low = [w.lower() for w in words]
+    for i, w in enumerate(low):
+        verb = stem(_IRREGULAR.get(w, w))
+        for j in range(i + 1, min(len(low), i + 1 + PARTICLE_GAP)):
+            forms = _VERBS.get((verb, low[j]))
+            if forms:
+                out.append((f"{w} {low[j]}", forms, PHRASE_WEIGHT))
+                break
     return out

@@ -148,11 +148,11 @@ _WORD_GROUPS = (
     "cache memo",
     "expire expiry rotate refresh ttl",
     "terminal tty isatty console",
-    "password passwd secret",
+    "password passwd secret auth",
     "count number num many",
     "limit max maximum",
     "mask redact obfuscate scrub",
-    "rank sort prefer preference priority",
+    "rank sort prefer preference priority choose",
     "restore rollback revert undo",
 )
 SYNONYMS: tuple[tuple[str, ...], ...] = tuple(
