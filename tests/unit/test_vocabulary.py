@@ -80,6 +80,10 @@ def test_synonyms_are_found_by_any_member_of_their_group() -> None:
     assert stem("auth") in synonyms(stem("password"))
     # choosing what comes next is ranking by preference (`get_preference`)
     assert stem("preference") in synonyms(stem("chooses"))
+    # what a question calls extra, code calls extended or additional (`extendedConfiguration`)
+    assert stem("extended") in synonyms(stem("extra"))
+    # the class a node sits in is the one wrapping it (`node_frame_class`)
+    assert stem("wrapping") in synonyms(stem("enclosing"))
 
 
 def test_a_compound_splits_only_into_words_the_question_says() -> None:

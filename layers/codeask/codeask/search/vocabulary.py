@@ -154,6 +154,8 @@ _WORD_GROUPS = (
     "mask redact obfuscate scrub",
     "rank sort prefer preference priority choose",
     "restore rollback revert undo",
+    "extra extended additional",
+    "enclose wrap surround",
 )
 SYNONYMS: tuple[tuple[str, ...], ...] = tuple(
     tuple(dict.fromkeys(stem(w) for w in g.split())) for g in _WORD_GROUPS
