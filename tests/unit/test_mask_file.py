@@ -10,6 +10,7 @@ import pytest
 
 from codeask.redact import REDACTED, mask_file, scan
 from codeask.redact.files import config_syntax
+from conftest import shown_by_tools
 
 # Fake secrets are assembled at runtime so this file holds no secret-shaped literal.
 HUMAN = "Tr0ub4dor" + "-and-3"  # a human-chosen password with digits and a symbol
@@ -635,6 +636,36 @@ def test_literals_in_a_templated_secret_are_still_masked(data: str, secret: str)
             'password: {{ pw | default("@") }}',
             id="jinja-default",
         ),  # fmt: skip
+        pytest.param(
+            f"password: {{{{ pw | default('{HUMAN}') }}}}",
+            "password: {{ pw | default('@') }}",
+            id="jinja-single-quoted",
+        ),  # fmt: skip
+        pytest.param(
+            f'password: {{{{ printf "%s" "{HUMAN}" | b64enc }}}}',
+            'password: {{ printf "%s" "@" | b64enc }}',
+            id="printf",
+        ),  # fmt: skip
+        pytest.param(
+            f'password: {{{{ coalesce .Values.pw "{RANDOM}" }}}}',
+            'password: {{ coalesce .Values.pw "@" }}',
+            id="random-argument",
+        ),  # fmt: skip
+        pytest.param(
+            f'password: {{{{ dig "auth" "password" "{HUMAN}" .Values }}}}',
+            'password: {{ dig "auth" "password" "@" .Values }}',
+            id="dig-fallback",
+        ),  # fmt: skip
+        pytest.param(
+            f'password: "{{{{ "{HUMAN}" | b64enc }}}}"',
+            'password: "{{ "@" | b64enc }}"',
+            id="quoted-around-its-own-quotes",
+        ),  # fmt: skip
+        pytest.param(
+            'password: {{ .Values.pw | default "Tr0ub #4dor-x" }}  # the fallback',
+            'password: {{ .Values.pw | default "@" }}  # the fallback',
+            id="a-hash-inside-the-literal",
+        ),  # fmt: skip
     ],
 )
 def test_a_secret_typed_into_a_template_action_is_masked_outside_a_secret(
@@ -661,6 +692,19 @@ def test_a_secret_typed_into_a_template_action_is_masked_outside_a_secret(
             'password: {{ include "x" (dict "default" "' + RANDOM + '") }}',
             id="a-dict-key-named-default",
         ),  # fmt: skip
+        pytest.param('password: {{ index .Values.default "adminPassword2" }}', id="a-map-field"),
+        pytest.param(
+            'password: {{ include "x" (dict "key" "' + RANDOM + '" "context" $) }}',
+            id="arguments-of-an-include",
+        ),  # fmt: skip
+        pytest.param(
+            '{password: {{ .Values.pw }}, image: {{ .Values.img | default "redis:7.2.4-r9" }}}',
+            id="the-next-keys-template",
+        ),  # fmt: skip
+        pytest.param(
+            'password: {{ .Values.pw }}{{ if .Values.tls }} mode: {{ default "verify-full2" }}',
+            id="a-key-after-the-template",
+        ),  # fmt: skip
         pytest.param(f'provider: {{{{ print "{RANDOM}" | b64enc }}}}', id="key-not-secret-named"),
         pytest.param("x: {pw: {a: b}}", id="flow-mapping-braces"),
     ],
@@ -668,6 +712,34 @@ def test_a_secret_typed_into_a_template_action_is_masked_outside_a_secret(
 def test_templates_that_compute_a_secret_are_shown_as_written(line: str) -> None:
     text = line + "\n"
     assert mask("mychart/templates/configmap.yaml", text) == (text.split("\n"), {})
+
+
+@pytest.mark.parametrize(
+    ("path", "line"),
+    [
+        pytest.param(
+            "config.json", f'{{"password": "{{{{ \\"{HUMAN}\\" | b64enc }}}}"}}', id="json-escaped"
+        ),  # fmt: skip
+        pytest.param(".env", f'DB_PASSWORD={{{{ .Values.pw | default "{HUMAN}" }}}}', id="env"),
+        pytest.param(
+            "mychart/templates/_helpers.tpl",
+            f'password: {{{{ "{RANDOM}" | b64enc }}}}',
+            id="helpers-read-as-code",
+        ),  # fmt: skip
+    ],
+)
+def test_a_secret_typed_into_a_template_is_masked_in_other_file_kinds(path: str, line: str) -> None:
+    # Given a template in a file of no config language (JSON, shell, a Helm helper): judged line
+    # by line by the gate, as a tool shows it
+    out = shown_by_tools(path, line + "\n")
+    secret = HUMAN if HUMAN in line else RANDOM
+    assert secret not in out[0] and marker("secret-assignment") in out[0]
+    assert out[0].startswith(line[: line.index("{{") + 2])  # the template around it shown
+
+
+def test_a_secret_before_a_comment_that_holds_a_template_is_masked() -> None:
+    out, _ = mask("mychart/values.yaml", f"password: {HUMAN}  # see {{{{ .Values.x }}}}\n")
+    assert out[0] == f"password: {marker('secret-assignment')}  # see {{{{ .Values.x }}}}"
 
 
 def test_a_default_typed_into_a_secrets_template_is_masked() -> None:
@@ -951,3 +1023,21 @@ def test_a_failing_pass_withholds_the_whole_file(monkeypatch: pytest.MonkeyPatch
     # Then every line is withheld (fail closed), and the line count still holds
     assert out == [marker("unscanned")] * 3
     assert counts == {"unscanned": 1}
+
+
+def test_a_yaml_explicit_keys_secret_value_is_masked() -> None:
+    # Given YAML's explicit keys (`? key` then `: value`), which YAML reads as `key: value`
+    text = (
+        f'config:\n  ? password\n  : {HUMAN}\n  ? db_password  # the db\n  : "{RANDOM}"  # x\n'
+        f"  ? name\n  : {RANDOM}\n  ? token\n  : changeme\n"
+    )
+    # When masked
+    out, counts = mask("chart/values.yaml", text)
+    # Then the secret-named keys' values are masked, comments and the others as written
+    assert out[2] == "  : " + marker("secret-assignment")
+    assert out[4] == f'  : "{marker("secret-assignment")}"  # x'
+    assert out[6:9] == [f"  : {RANDOM}", "  ? token", "  : changeme"]
+    assert counts == {"secret-assignment": 2}
+    # ... and a long run of blanks after a key or a value is read once (no lazy match)
+    long = ["? password" + " " * 200_000, ": " + HUMAN + " " * 200_000 + "#"]
+    assert HUMAN not in "\n".join(mask("v.yaml", "\n".join(long))[0])

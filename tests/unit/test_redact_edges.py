@@ -302,6 +302,13 @@ def test_a_secret_of_unclosed_template_actions_is_judged_in_one_pass() -> None:
         assert out == lines
     # ... lines of openers that close only far below are passed over a line at a time
     assert redact_templates.actions("{{\n" * 300_000 + "}}") == []
+    # ... and values of a hundred thousand escaped quotes that never close (each quote had
+    # opened a string read to the action's end), in a Secret, a ConfigMap and the gate's scan
+    quotes = '{{ "' + '\\"' * 100_000 + " }}"
+    for path in ("k8s/secret.yaml", "k8s/configmap.yaml"):
+        lines = ["kind: Secret", "data:", "  password: " + quotes]
+        assert mask_file(lines, path)[0] == lines
+    assert scan('{"password": "' + quotes.replace('"', '\\"') + '"}')[1] == {}
     # ... and a literal typed into an action after a hundred thousand others is still masked
     key = "Zq8" + "x7Kp2" * 4 + "9vL"
     tail = f'{{{{ "{key}" | b64enc }}}}'

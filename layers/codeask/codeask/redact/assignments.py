@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from codeask.redact.confusables import fold
 from codeask.redact.encoded import decodes_to_credentials
 from codeask.redact.kinds import MARKER_PREFIX
-from codeask.redact.templates import typed_literals
+from codeask.redact.templates import template_end, typed_literals
 from codeask.redact.tokens import ALNUM, Span
 
 # --- Judging names ------------------------------------------------------------------------------
@@ -415,7 +415,7 @@ def assignment_spans(
             quoted = group is not None
             start, end = m.span(group or "uv")
             op = m.group("op")
-            if end - start < shortest or start in seen:
+            if (end - start < shortest and not low.startswith("{{", start)) or start in seen:
                 continue  # too short for any secret; or auth_token, found by "auth" and "token"
             seen.add(start)
             if (
@@ -441,7 +441,7 @@ def assignment_spans(
             # follows `!Ref`, `!secret` or `!vault` names or encrypts the value, and is judged so.
             while syntax == "yaml" and not quoted and text.startswith(("!!", "&"), start, end):
                 start = text.find(" ", start, end) + 1 or end
-            value = text[start:end]
+            end, value = _template_value(text, start, end)
             name = low[name_start : m.end("rest")]
             kind = _vendor_kind(name, value, m.group("scheme"))
             if kind is not None:
@@ -460,8 +460,9 @@ def assignment_spans(
                 or data
                 or _bare_literal_context(text, name_start, m, lines)
             )
-            if "{{" in value:  # templated: only a literal it renders as typed can be a secret
-                yield from _typed_into_template(value, start, verdict, config, name)
+            if "{{" in value:  # templated: only a literal typed into it can be a secret
+                escaped = group == "dq" and '\\"' in value  # `"{{ \"…\" }}"` in JSON
+                yield from _typed_into_template(value, start, verdict, config, name, escaped)
             elif is_secret_value(
                 value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
             ):
@@ -469,26 +470,47 @@ def assignment_spans(
 
 
 def _typed_into_template(
-    value: str, start: int, verdict: NameVerdict, config: bool, name: str
+    value: str, start: int, verdict: NameVerdict, config: bool, name: str, escaped: bool
 ) -> Iterator[Span]:
-    """The string literals a templated value renders as typed (`{{ "hunter2" | b64enc }}`, a
-    `default "hunter2"`) that are secrets by the key's name: masked, the template around them
-    shown."""
-    for a, b in typed_literals(value):
-        if is_secret_value(
-            value[a:b], quoted=True, literal=True, name=verdict, config=config, vendor=name
-        ):
+    """The string literals typed into a templated value that are secrets by the key's name: one
+    rendered as typed (`{{ "hunter2" | b64enc }}`, a `default "hunter2"`) as any value of the
+    file is, another (`coalesce .Values.pw "…"`) only if it looks random, as in code. Masked,
+    the template around them shown."""
+    for a, b, typed in typed_literals(value, escaped):
+        if is_secret_value(value[a:b], quoted=True, literal=True, name=verdict,
+                           config=config and typed, vendor=name):  # fmt: skip
             yield start + a, start + b, "secret-assignment"
+
+
+def _template_value(text: str, start: int, end: int) -> tuple[int, str]:
+    """The value from `start` to `end`, unless its template goes on past where the pattern
+    stopped (at a quote of the template's own, `"{{ "…" | b64enc }}"`, or a blank, `{{ … }}` in
+    code): then to the template's end on its line, if it closes there."""
+    value = text[start:end]
+    if "{{" not in value or "}}" in value[value.find("{{") :]:
+        return end, value
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    close = template_end(text[start:line_end])
+    if close is None or start + close <= end:
+        return end, value
+    return start + close, text[start : start + close]
 
 
 def _bare_value_end(text: str, start: int, end: int, syntax: str) -> int:
     """Where an unquoted config value ends: before a line language's comment, and before the
-    closing `,)]};` of a YAML flow mapping or a shell command, past a template's own `}}`."""
-    if syntax in LINE_SYNTAXES:
-        end = _before_comment(text, start, end)
-    raw = text[start:end]
-    close = raw.rfind("}}") + 2 if "{{" in raw else 0
-    return start + close + len(raw[close:].rstrip(",)]};"))
+    closing `,)]};` of a YAML flow mapping or a shell command; a template's actions are read
+    whole first (a `#` or `}}` inside them is theirs), and a `,` after one ends the value."""
+    cut = _before_comment(text, start, end) if syntax in LINE_SYNTAXES else end
+    close = template_end(text[start:end]) if "{{" in text[start:cut] else None
+    if close is not None:
+        rest = start + close
+        end = _before_comment(text, rest, end) if syntax in LINE_SYNTAXES else end
+        tail = text[rest:end]
+        if tail.lstrip(" \t").startswith(",") or "{{" in tail:
+            return rest  # what follows is another key's, or another value's template
+        return rest + len(tail.rstrip(",)]};"))
+    return start + len(text[start:cut].rstrip(",)]};"))
 
 
 _AWS_SECRET_NAME = re.compile(r"(?:aws_?)?secret_?(?:access_?)?key")

@@ -235,13 +235,44 @@ def _template_literal(value: str, key: str) -> bool:
     if outside and not _TEMPLATED_KEY.fullmatch(outside) and any(c.isalnum() for c in outside):
         return True
     verdict = (judge_name(key) if key else None) or _ANY_NAME
-    for a, b in typed_literals(value):
+    for a, b, typed in typed_literals(value):
         literal = value[a:b]
         if _secret_data_value(literal) and is_secret_value(
-            literal, quoted=True, literal=True, name=verdict, config=True
+            literal, quoted=True, literal=True, name=verdict, config=typed
         ):
             return True
     return False
+
+
+# YAML's explicit key: `? password` on one line, `: value` on the next at the same indent.
+_EXPLICIT_KEY_AT = re.compile(r"^[ \t]*\?[ \t]", re.MULTILINE)
+# Greedy up to a comment and stripped after: a lazy match before optional blanks is quadratic on
+# a long run of them.
+_EXPLICIT_KEY = re.compile(r"(?P<indent>[ \t]*)\?[ \t]+(?P<key>[^#\s][^#]*)(?:#.*)?")
+_EXPLICIT_VALUE = re.compile(
+    r"[ \t]*:[ \t]+(?:\"(?P<dq>(?:[^\"\\]|\\.)*)\"[ \t]*(?:#.*)?|'(?P<sq>[^']*)'[ \t]*(?:#.*)?"
+    r"|(?P<uv>[^\s#][^#]*)(?:#.*)?)"
+)
+
+
+def _explicit_key_pieces(lines: list[str], low: str, starts: list[int]) -> list[Piece]:
+    """The value of a secret-named explicit key (`? password` then `: value`), which YAML reads as
+    `password: value`."""
+    pieces: list[Piece] = []
+    for m in _EXPLICIT_KEY_AT.finditer(low):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        key = _EXPLICIT_KEY.fullmatch(lines[i])
+        if key is None or i + 1 >= len(lines):
+            continue
+        value = _EXPLICIT_VALUE.fullmatch(lines[i + 1])
+        verdict = judge_name(key["key"].strip(" \t\"'"))
+        if value is None or verdict is None or not lines[i + 1].startswith(key["indent"] + ":"):
+            continue
+        group = next(g for g in ("dq", "sq", "uv") if value[g] is not None)
+        start, typed = value.start(group), value[group].rstrip(" \t")
+        if is_secret_value(typed, quoted=group != "uv", literal=True, name=verdict, config=True):
+            pieces.append((i + 1, start, start + len(typed)))
+    return pieces
 
 
 def _document(lines: list[str], i: int) -> tuple[int, int]:
@@ -517,10 +548,12 @@ def _mask(lines: list[str], path: str, cut: bool) -> tuple[list[str], dict[str, 
         split = masked.split("\n") if masked is not text else lines
         low = lowercase(masked)
         starts = list(accumulate(map((1).__add__, map(len, split)), initial=0))
+        pieces = []
         if syntax == "yaml":
             secrets = _kubernetes_secret_pieces(split, low, starts)
             spans += _to_spans(starts, secrets, "kubernetes-secret")
-        pieces = _owned_value_pieces(split, masked, low, starts) if syntax != "ini" else []
+            pieces += _explicit_key_pieces(split, low, starts)
+        pieces += _owned_value_pieces(split, masked, low, starts) if syntax != "ini" else []
         if syntax != "hcl":
             pieces += _block_value_pieces(split, masked, starts, syntax)
         if syntax != "yaml":
