@@ -1041,3 +1041,22 @@ def test_a_yaml_explicit_keys_secret_value_is_masked() -> None:
     # ... and a long run of blanks after a key or a value is read once (no lazy match)
     long = ["? password" + " " * 200_000, ": " + HUMAN + " " * 200_000 + "#"]
     assert HUMAN not in "\n".join(mask("v.yaml", "\n".join(long))[0])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(f'{{{{ .Values.pw | default "{HUMAN}" | quote }}}}', id="default"),
+        pytest.param(f'"{{{{ .Values.pw | default "{HUMAN}" }}}}"', id="quoted-around-quotes"),
+        pytest.param(f'{{{{ "{HUMAN}" | quote }}}}', id="literal"),
+    ],
+)
+def test_a_secret_typed_into_the_template_of_a_named_env_value_is_masked(value: str) -> None:
+    # Given a container's env entry whose name says password and whose value is a template
+    text = f"env:\n  - name: DB_PASSWORD\n    value: {value}\n  - name: MODE\n    value: {value}\n"
+    # When masked
+    out, _ = mask("mychart/templates/deployment.yaml", text)
+    # Then the literal under the password's name is masked, the template shown; MODE's is not
+    assert HUMAN not in out[2] and out[2].startswith("    value: ")
+    assert marker("secret-assignment") in out[2] and "{{" in out[2]
+    assert out[4] == f"    value: {value}"

@@ -24,7 +24,7 @@ from codeask.redact.kinds import MARKER_PREFIX, count_markers, marker
 from codeask.redact.pem import redact_pem
 from codeask.redact.scanner import find_spans, lowercase, replace, settle
 from codeask.redact.strings import Ranges, data_ranges
-from codeask.redact.templates import actions, typed_literals
+from codeask.redact.templates import actions, template_end, typed_literals
 from codeask.redact.tokens import Span
 
 # --- What language a file's assignments are in --------------------------------------------------
@@ -509,11 +509,24 @@ def _owned_value_pieces(lines: list[str], text: str, low: str, starts: list[int]
         if owner is None and value:
             owner = _owner(lines, i, entry.key_col)
         verdict = judge_name(owner) if owner else None
-        if verdict is not None and is_secret_value(
-            value, quoted=entry.quoted, literal=True, name=verdict, config=True
-        ):
+        if verdict is None:
+            continue
+        if "{{" in line[entry.value_start :]:  # templated: the literals typed into it
+            pieces += _typed_pieces(i, line, entry.value_start, verdict)
+        elif is_secret_value(value, quoted=entry.quoted, literal=True, name=verdict, config=True):
             pieces.append((i, entry.value_start, entry.value_end))
     return pieces
+
+
+def _typed_pieces(i: int, line: str, start: int, verdict: NameVerdict) -> list[Piece]:
+    """The literals typed into the template a value of line i starts at `start` (to the
+    template's end, past any quote of its own) that are secrets by the name that owns it."""
+    value = line[start:]
+    close = template_end(value)
+    value = value if close is None else value[:close]
+    return [(i, start + a, start + b) for a, b, typed in typed_literals(value)
+            if is_secret_value(value[a:b], quoted=True, literal=True, name=verdict,
+                               config=typed)]  # fmt: skip
 
 
 # --- The whole file --------------------------------------------------------------------------------
