@@ -462,24 +462,24 @@ def assignment_spans(
             )
             if "{{" in value:  # templated: only a literal typed into it can be a secret
                 escaped = group == "dq" and '\\"' in value  # `"{{ \"…\" }}"` in JSON
-                yield from _typed_into_template(value, start, verdict, config, name, escaped)
+                found = typed_secrets(value, verdict, config=config, vendor=name, escaped=escaped)
+                yield from ((start + a, start + b, "secret-assignment") for a, b in found)
             elif is_secret_value(
                 value, quoted=quoted, literal=literal, name=verdict, config=config, vendor=name
             ):
                 yield start, end, "secret-assignment"
 
 
-def _typed_into_template(
-    value: str, start: int, verdict: NameVerdict, config: bool, name: str, escaped: bool
-) -> Iterator[Span]:
-    """The string literals typed into a templated value that are secrets by the key's name: one
-    rendered as typed (`{{ "hunter2" | b64enc }}`, a `default "hunter2"`) as any value of the
-    file is, another (`coalesce .Values.pw "…"`) only if it looks random, as in code. Masked,
-    the template around them shown."""
-    for a, b, typed in typed_literals(value, escaped):
-        if is_secret_value(value[a:b], quoted=True, literal=True, name=verdict,
-                           config=config and typed, vendor=name):  # fmt: skip
-            yield start + a, start + b, "secret-assignment"
+def typed_secrets(
+    value: str, verdict: NameVerdict, *, config: bool, vendor: str = "", escaped: bool = False
+) -> list[tuple[int, int]]:
+    """Where in a templated `value` the string literals typed into it are secrets by the key's
+    name: one rendered as typed (`{{ "hunter2" | b64enc }}`, a `default "hunter2"`) as any value
+    of the file is (`config`), another (`coalesce .Values.pw "…"`) only if it looks random, as in
+    code. They are masked, the template around them shown."""
+    return [(a, b) for a, b, typed in typed_literals(value, escaped)
+            if is_secret_value(value[a:b], quoted=True, literal=True, name=verdict,
+                               config=config and typed, vendor=vendor)]  # fmt: skip
 
 
 def _template_value(text: str, start: int, end: int) -> tuple[int, str]:

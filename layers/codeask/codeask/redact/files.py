@@ -18,13 +18,14 @@ from codeask.redact.assignments import (
     judge_name,
     key_start,
     netrc_spans,
+    typed_secrets,
 )
 from codeask.redact.encoded import encoded_key_spans
 from codeask.redact.kinds import MARKER_PREFIX, count_markers, marker
 from codeask.redact.pem import redact_pem
 from codeask.redact.scanner import find_spans, lowercase, replace, settle
 from codeask.redact.strings import Ranges, data_ranges
-from codeask.redact.templates import actions, template_end, typed_literals
+from codeask.redact.templates import actions, template_end
 from codeask.redact.tokens import Span
 
 # --- What language a file's assignments are in --------------------------------------------------
@@ -235,13 +236,9 @@ def _template_literal(value: str, key: str) -> bool:
     if outside and not _TEMPLATED_KEY.fullmatch(outside) and any(c.isalnum() for c in outside):
         return True
     verdict = (judge_name(key) if key else None) or _ANY_NAME
-    for a, b, typed in typed_literals(value):
-        literal = value[a:b]
-        if _secret_data_value(literal) and is_secret_value(
-            literal, quoted=True, literal=True, name=verdict, config=typed
-        ):
-            return True
-    return False
+    return any(
+        _secret_data_value(value[a:b]) for a, b in typed_secrets(value, verdict, config=True)
+    )
 
 
 # YAML's explicit key: `? password` on one line, `: value` on the next at the same indent.
@@ -524,9 +521,7 @@ def _typed_pieces(i: int, line: str, start: int, verdict: NameVerdict) -> list[P
     value = line[start:]
     close = template_end(value)
     value = value if close is None else value[:close]
-    return [(i, start + a, start + b) for a, b, typed in typed_literals(value)
-            if is_secret_value(value[a:b], quoted=True, literal=True, name=verdict,
-                               config=typed)]  # fmt: skip
+    return [(i, start + a, start + b) for a, b in typed_secrets(value, verdict, config=True)]
 
 
 # --- The whole file --------------------------------------------------------------------------------

@@ -108,13 +108,15 @@ def typed_literals(value: str, escaped: bool = False) -> list[tuple[int, int, bo
         found = strings(body, escaped)
         if not found:
             continue
-        pieces, last = [], 0
-        for a, b in found:  # the words with each literal's text blanked, its quotes kept
+        # the words with each literal's text blanked, its quotes kept; and without the literals
+        pieces, outside, last = [], [], 0
+        for a, b in found:
+            outside.append(body[last:a])
             pieces += [body[last:a], body[a : a + quote], "\0" * (b - a - 2 * quote),
                        body[b - quote : b]]  # fmt: skip
             last = b
         bare = "".join([*pieces, body[last:]])
-        plain = not _PASS_THROUGH.sub("", "".join(body[x:y] for x, y in _gaps(found, len(body))))
+        plain = not _PASS_THROUGH.sub("", "".join([*outside, body[last:]]))
         fallbacks = {d.end() for d in _DEFAULT.finditer(bare)}
         names = _NAMING.search(bare) is not None
         if _DIG.search(bare):  # `dig "a" "b" "fallback" .Values`: the keys, then the fallback
@@ -124,15 +126,6 @@ def typed_literals(value: str, escaped: bool = False) -> list[tuple[int, int, bo
             if b - a > 2 * quote and (typed or not names):
                 out.append((at + a + quote, at + b - quote, typed))
     return out
-
-
-def _gaps(found: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
-    """The stretches of a body between its literals."""
-    out, last = [], 0
-    for a, b in found:
-        out.append((last, a))
-        last = b
-    return [*out, (last, n)]
 
 
 def template_end(value: str) -> int | None:
